@@ -1,0 +1,36 @@
+# kernelwright: `make demo` sets up and runs the main job; `make test` runs the tests.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: setup dev demo test lint check clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+setup: $(BIN)/python  ## runtime install (torch: see scripts/install-torch, TORCH_SPEC overrides)
+	scripts/install-torch $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
+
+dev: setup  ## runtime + dev tools (pytest, ruff, mypy, import-linter)
+	$(BIN)/python -m pip install -q -e '.[dev]'
+
+demo: setup  ## the main job on a built-in default
+	$(BIN)/kernelwright problems list
+	$(BIN)/kernelwright problems run relu --size small
+
+test: dev  ## CPU test suite (GPU tests skip without a GPU; `pytest -m gpu` on a GPU host)
+	$(BIN)/python -m pytest -q --durations=15
+
+lint: dev
+	$(BIN)/ruff check kernelwright tests
+	$(BIN)/ruff format --check kernelwright tests
+	$(BIN)/mypy kernelwright
+	$(BIN)/lint-imports
+
+check: test lint
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,116 @@
+"""The `kernelwright` command line (typer). Every command returns an ExitCode; `main` maps
+errors to exit codes and one line on stderr (`--debug` for the traceback)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import sys
+import traceback
+from pathlib import Path
+from typing import Annotated, Optional
+
+import click
+import typer
+
+from kernelwright import __version__
+from kernelwright.cli.context import AppState
+from kernelwright.cli.problems_cmd import problems_app
+from kernelwright.errors import ExitCode, KernelwrightError
+
+app = typer.Typer(
+    name="kernelwright",
+    help="An agentic kernel engineer: writes custom CUDA/Triton/C++ kernels for PyTorch programs, "
+    "proves them correct by fuzzing, and times them honestly against eager and torch.compile.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    add_completion=False,
+)
+app.add_typer(problems_app, name="problems")
+
+_state = AppState()
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"kernelwright {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    config: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--config",
+            help="Config file (TOML); default: $KERNELWRIGHT_CONFIG, ./kernelwright.toml, $KERNELWRIGHT_HOME/config.toml.",
+        ),
+    ] = None,
+    home: Annotated[
+        Optional[Path],
+        typer.Option("--home", help="kernelwright's state folder (memory, caches). Env: KERNELWRIGHT_HOME."),
+    ] = None,
+    runs_dir: Annotated[
+        Optional[Path],
+        typer.Option("--runs-dir", help="Folder of run folders. Env: KERNELWRIGHT_RUNS_DIR. Default: ./runs."),
+    ] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="Print tracebacks and debug logs.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    _state.debug = debug
+    _state.config_file = config
+    _state.overrides = {"home": home, "runs_dir": runs_dir}
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    ctx.obj = _state
+
+
+def _crash_log(exc: BaseException) -> Path | None:
+    """Save an internal error's traceback; the path is printed so a bug report can attach it."""
+    text = "".join(traceback.format_exception(exc))
+    try:
+        home = _state.settings().home if _state.config_file is None else Path.cwd()
+    except KernelwrightError:
+        home = Path.cwd()
+    folder = home / "logs"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"crash-{dt.datetime.now():%Y%m%d-%H%M%S}.txt"
+        path.write_text(text)
+        return path
+    except OSError:
+        return None
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the console script and `python -m kernelwright`."""
+    code: int
+    try:
+        result = app(args=argv, prog_name="kernelwright", standalone_mode=False)
+        code = int(result) if isinstance(result, int) else 0
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except click.exceptions.Abort:
+        code = ExitCode.INTERRUPTED
+    except click.ClickException as exc:  # bad flags, missing arguments
+        exc.show()
+        code = ExitCode.USAGE
+    except KernelwrightError as exc:
+        if _state.debug:
+            traceback.print_exc()
+        typer.echo(exc.one_line(), err=True)
+        code = exc.exit_code
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        code = ExitCode.INTERRUPTED
+    except Exception as exc:  # a bug in kernelwright: say so, keep the traceback
+        if _state.debug:
+            traceback.print_exc()
+        path = _crash_log(exc)
+        where = f"; traceback saved to {path}" if path else ""
+        typer.echo(f"internal error: {type(exc).__name__}: {exc}{where}", err=True)
+        code = ExitCode.INTERNAL
+    sys.exit(code)

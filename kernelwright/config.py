@@ -1,0 +1,133 @@
+"""One configuration object for every command.
+
+Precedence, lowest to highest: built-in defaults < config file (TOML) < environment variables
+(`KERNELWRIGHT_*`) < command-line flags. The config file is the first of: `--config FILE`,
+`$KERNELWRIGHT_CONFIG`, `./kernelwright.toml`, `$KERNELWRIGHT_HOME/config.toml`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from kernelwright.errors import ConfigError
+
+ENV_PREFIX = "KERNELWRIGHT_"
+_file_values: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("_file_values")
+
+
+class Settings(BaseSettings):
+    """Every setting kernelwright reads. Each field can be set in the config file, as
+    `KERNELWRIGHT_<FIELD>` in the environment, or (for some) by a command-line flag."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", validate_default=True)
+
+    home: Path = Field(
+        default_factory=lambda: Path(platformdirs.user_data_dir("kernelwright")),
+        description="Folder for kernelwright's own state: memory database, build cache, "
+        "torch.compile cache. Default: the platform's user data folder.",
+    )
+    runs_dir: Path = Field(
+        default=Path("runs"), description="Folder holding one sub-folder per run (evidence, checkpoints)."
+    )
+    build_cache_dir: Path | None = Field(
+        default=None, description="Content-addressed build cache for candidate kernels. Default: HOME/build-cache."
+    )
+    inductor_cache_dir: Path | None = Field(
+        default=None, description="torch.compile (inductor) cache for baselines. Default: HOME/inductor-cache."
+    )
+    memory_db: Path | None = Field(
+        default=None, description="SQLite database of candidates, results and lessons. Default: HOME/memory.sqlite."
+    )
+    device: Literal["auto", "cuda", "cpu"] = Field(
+        default="auto", description="Where candidates run: `cuda`, `cpu`, or `auto` (cuda when a GPU is visible)."
+    )
+    build_jobs: int = Field(default=0, ge=0, description="Parallel candidate builds; 0 means one per CPU core.")
+    build_timeout_s: float = Field(default=600.0, gt=0, description="Time limit of one candidate build, seconds.")
+    run_timeout_s: float = Field(
+        default=300.0, gt=0, description="Time limit of one candidate's correctness or timing phase, seconds."
+    )
+    llm_base_url: str | None = Field(
+        default=None, description="OpenAI-compatible endpoint (OpenAI, vLLM, SGLang, Ollama, OpenRouter)."
+    )
+    llm_model: str = Field(default="gpt-4.1", description="Model name sent to the LLM endpoint.")
+    llm_api_key: SecretStr | None = Field(default=None, description="API key for the LLM endpoint.")
+
+    @model_validator(mode="after")
+    def _derive_locations(self) -> Settings:
+        self.home = self.home.expanduser()
+        if self.build_cache_dir is None:
+            self.build_cache_dir = self.home / "build-cache"
+        if self.inductor_cache_dir is None:
+            self.inductor_cache_dir = self.home / "inductor-cache"
+        if self.memory_db is None:
+            self.memory_db = self.home / "memory.sqlite"
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        file_source = InitSettingsSource(settings_cls, init_kwargs=_file_values.get({}))
+        return (init_settings, env_settings, file_source)
+
+
+def find_config_file(explicit: Path | None = None) -> Path | None:
+    """The config file in force, or None. An explicitly named file must exist."""
+    if explicit is not None:
+        if not explicit.is_file():
+            raise ConfigError(f"config file {explicit} does not exist")
+        return explicit
+    env = os.environ.get(f"{ENV_PREFIX}CONFIG")
+    if env:
+        path = Path(env).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"config file {path} (from {ENV_PREFIX}CONFIG) does not exist")
+        return path
+    local = Path("kernelwright.toml")
+    if local.is_file():
+        return local
+    home = os.environ.get(f"{ENV_PREFIX}HOME")
+    home_path = Path(home).expanduser() if home else Path(platformdirs.user_data_dir("kernelwright"))
+    candidate = home_path / "config.toml"
+    return candidate if candidate.is_file() else None
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Build the Settings: defaults < file < env < `overrides` (CLI flags; None values are ignored)."""
+    path = find_config_file(config_file)
+    file_values: dict[str, Any] = {}
+    if path is not None:
+        try:
+            file_values = tomllib.loads(path.read_text())
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+        file_values = file_values.get("kernelwright", file_values)
+    token = _file_values.set(file_values)
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        where = f" (config file {path})" if path else ""
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"{problems}{where}") from exc
+    finally:
+        _file_values.reset(token)
