@@ -4,6 +4,7 @@ errors to exit codes and one line on stderr (`--debug` for the traceback)."""
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import logging
 import sys
 import traceback
@@ -28,6 +29,17 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(problems_app, name="problems")
+
+# Commands living in their own modules register themselves with `register(app)`.
+_COMMAND_MODULES = ("specs_cmd", "profile_cmd", "doctor_cmd", "eval_cmd")
+for _name in _COMMAND_MODULES:
+    try:
+        _module = importlib.import_module(f"kernelwright.cli.{_name}")
+    except ModuleNotFoundError as _exc:  # a command whose module is not written yet
+        if _exc.name != f"kernelwright.cli.{_name}":
+            raise
+        continue
+    _module.register(app)
 
 _state = AppState()
 
