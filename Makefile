@@ -19,7 +19,7 @@ dev: setup  ## runtime + dev tools (pytest, ruff, mypy, import-linter)
 
 demo: setup  ## the main job on a built-in default
 	$(BIN)/kernelwright problems list
-	$(BIN)/kernelwright problems run relu --size small
+	$(BIN)/kernelwright eval relu --bundled --device cpu --size small --baselines eager
 
 test: dev  ## CPU test suite (GPU tests skip without a GPU; `pytest -m gpu` on a GPU host)
 	$(BIN)/python -m pytest -q --durations=15

@@ -1,0 +1,133 @@
+"""`kernelwright eval REFERENCE CANDIDATE...`: build, fuzz, check for reward hacks, and time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from kernelwright.cli.context import AppState
+from kernelwright.errors import EnvironmentProblem, ExitCode, UsageError, worst
+from kernelwright.problems import resolve_problem
+from kernelwright.problems.solutions_index import bundled_solutions
+from kernelwright.tools.evaluate import EvalOptions, evaluate
+from kernelwright.tools.result import EvalResult
+from kernelwright.tools.static_analysis import detect_backend
+
+out = Console()
+BASELINES = ("eager", "compile", "compile-max-autotune")
+
+
+def _parse_baselines(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    bad = [n for n in names if n not in BASELINES]
+    if bad:
+        raise UsageError(f"unknown baseline(s) {', '.join(bad)}; choose from {', '.join(BASELINES)}")
+    return names
+
+
+def _fmt_ms(result: EvalResult, name: str) -> str:
+    stats = result.timings.get(name)
+    if stats is None:
+        return "-"
+    return f"{stats.median_ms:.4g} ms ±{stats.rel_ci_halfwidth * 100:.1f}% (n={stats.n})"
+
+
+def _print_table(results: list[EvalResult], expected: dict[str, tuple[str, str | None]]) -> None:
+    table = Table(title=f"{results[0].problem} on {results[0].device} ({results[0].size} size)", show_lines=True)
+    for column in ("candidate", "backend", "verdict", "reason", "max abs err", "candidate time"):
+        table.add_column(column)
+    baselines = sorted({name for r in results for name in r.speedups})
+    for name in baselines:
+        table.add_column(f"vs {name}")
+    if expected:
+        table.add_column("expected")
+    for r in results:
+        colour = {"correct": "green", "incorrect": "red", "rejected": "magenta"}.get(r.verdict.value, "yellow")
+        row = [Path(r.candidate).name, r.backend, f"[{colour}]{r.verdict.value}[/]", r.reason.value if r.reason else "-",
+               f"{r.max_abs_error:.2e}" if r.max_abs_error is not None else "-", _fmt_ms(r, "candidate")]
+        for name in baselines:
+            s = r.speedups.get(name)
+            row.append(f"{s.ratio:.2f}x [{s.ci_low:.2f}, {s.ci_high:.2f}]" if s else "-")
+        if expected:
+            want = expected.get(r.candidate)
+            row.append(f"{want[0]}{'/' + want[1] if want and want[1] else ''}" if want else "-")
+        table.add_row(*row)
+    out.print(table)
+    for r in results:
+        out.print(f"[bold]{Path(r.candidate).name}[/]: {r.message}", highlight=False)
+        for flag in r.flags:
+            out.print(f"  flag {flag.code}: {flag.message}", highlight=False, markup=False)
+        if r.suspicious:
+            out.print(f"  suspicious: {r.suspicious}", highlight=False, markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("eval")
+    def eval_command(
+        ctx: typer.Context,
+        reference: Annotated[str, typer.Argument(help="A problem name (see `problems list`) or problem file.")],
+        candidates: Annotated[Optional[list[Path]], typer.Argument(help="KernelBench-style solution files (class ModelNew).")] = None,
+        bundled: Annotated[bool, typer.Option("--bundled", help="Evaluate the problem's bundled oracle solutions and compare with their expected verdicts.")] = False,
+        device: Annotated[Optional[str], typer.Option("--device", help="cuda or cpu (default: cuda when a GPU is visible).")] = None,
+        size: Annotated[str, typer.Option("--size", help="Input size: default, or small (quick CPU runs).")] = "default",
+        trials: Annotated[int, typer.Option("--trials", min=1, help="Correctness trials on the default shapes (plus one per shape variant and a strided one); at least 5 run.")] = 5,
+        baselines: Annotated[str, typer.Option("--baselines", help="Comma-separated: eager, compile, compile-max-autotune.")] = "eager,compile",
+        no_timing: Annotated[bool, typer.Option("--no-timing", help="Check correctness only.")] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+        out_dir: Annotated[Optional[Path], typer.Option("--out", help="Write an evidence folder per candidate here.")] = None,
+    ) -> int:
+        """Evaluate candidate kernels against a problem's PyTorch reference: build each in its own
+        process, fuzz it for correctness, reject reward hacks, and time it against the baselines."""
+        import torch
+
+        state: AppState = ctx.obj
+        settings = state.settings()
+        if size not in ("default", "small"):
+            raise UsageError(f"--size must be 'default' or 'small', not {size!r}")
+        chosen = device or settings.device
+        if chosen == "auto":
+            chosen = "cuda" if torch.cuda.is_available() else "cpu"
+        if chosen not in ("cuda", "cpu"):
+            raise UsageError(f"--device must be 'cuda' or 'cpu', not {chosen!r}")
+        if chosen == "cuda" and not torch.cuda.is_available():
+            raise EnvironmentProblem("--device cuda, but no CUDA GPU is visible", hint="use --device cpu with a C++ candidate")
+        problem = resolve_problem(reference)
+        paths = list(candidates or [])
+        expected: dict[str, tuple[str, str | None]] = {}
+        if bundled:
+            for entry in bundled_solutions(problem.name):
+                if entry.backend == "cpp" or chosen == "cuda":
+                    paths.append(entry.path)
+                    expected[str(entry.path)] = (entry.expected, entry.reason)
+        if not paths:
+            raise UsageError("no candidate given", hint="name candidate files, or --bundled for the problem's oracle solutions")
+        for path in paths:
+            if not path.is_file():
+                raise UsageError(f"candidate file {path} does not exist")
+            backend = detect_backend(path.read_text())
+            if backend in ("cuda", "triton") and chosen == "cpu":
+                raise EnvironmentProblem(f"{path} is a {backend} candidate and needs a GPU, but the device is cpu")
+        opts = EvalOptions(
+            device=chosen, size=size, trials=trials, baselines=_parse_baselines(baselines), timing=not no_timing,
+            build_timeout_s=settings.build_timeout_s, run_timeout_s=settings.run_timeout_s, build_jobs=settings.build_jobs,
+            num_threads=torch.get_num_threads() if chosen == "cpu" else None,
+            build_cache=settings.build_cache_dir or settings.home / "build-cache",
+            inductor_cache=settings.inductor_cache_dir, out_dir=out_dir,
+        )
+        results = evaluate(problem, paths, opts)
+        if as_json:
+            doc = {"problem": problem.qualified, "results": [r.model_dump(mode="json") for r in results]}
+            if expected:
+                doc["expected"] = {k: {"verdict": v[0], "reason": v[1]} for k, v in expected.items()}
+            typer.echo(json.dumps(doc, indent=2))
+        else:
+            _print_table(results, expected)
+        if expected:
+            mismatched = [r for r in results if str(r.candidate) in expected and expected[str(r.candidate)][0] != r.verdict.value]
+            return ExitCode.NEEDS_ATTENTION if mismatched else ExitCode.OK
+        return worst([r.exit_code for r in results])

@@ -1,0 +1,251 @@
+"""The evaluation harness: one problem, one or more candidate files, one verdict each.
+
+reference worker ──inputs + reference outputs──► (files) ◄── candidate worker (build → correctness → timing)
+                                                   │
+                                        compared here, in the harness process
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernelwright.problems import Problem, materialize
+from kernelwright.tools import verdict_rules
+from kernelwright.tools.environment import hardware_summary, library_versions
+from kernelwright.tools.fuzz import plan_trials
+from kernelwright.tools.jobs import TimingPlan, TrialPlan, WorkerJob
+from kernelwright.tools.result import EvalResult, Flag, TrialResult
+from kernelwright.tools.sandbox import Outcome, WorkerProcess
+from kernelwright.tools.static_analysis import CandidateAnalysis, analyze_candidate
+from kernelwright.tools.verdicts import Reason, Verdict
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    device: str = "cpu"
+    size: str = "default"
+    trials: int = 5
+    baselines: tuple[str, ...] = ("eager", "compile")
+    timing: bool = True
+    weight_seed: int = 42
+    base_seed: int = 1234
+    suspicious_speedup: float = 10.0
+    build_timeout_s: float = 600.0
+    run_timeout_s: float = 300.0
+    build_jobs: int = 0
+    num_threads: int | None = None
+    build_cache: Path = Path("build-cache")
+    inductor_cache: Path | None = None
+    out_dir: Path | None = None
+    timing_plan: TimingPlan = field(default_factory=TimingPlan)
+
+
+@dataclass
+class _Context:
+    problem: Problem
+    opts: EvalOptions
+    work: Path
+    data_dir: Path
+    trials: list[TrialPlan]
+    reference: Outcome | None = None
+    expected: dict[int, Any] = field(default_factory=dict)
+
+    def skipped_trials(self) -> list[int]:
+        if self.reference is None or self.reference.message is None:
+            return []
+        return [t["index"] for t in self.reference.message.data.get("trials", []) if t.get("status") != "ok"]
+
+    def take_reference_outputs(self) -> None:
+        """Load the reference outputs into this process and delete their files, so no candidate
+        process can find them on disk and hand them back as its own."""
+        for path in sorted(self.data_dir.glob("reference_*.pt")):
+            self.expected[int(path.stem.split("_")[1])] = torch.load(path, weights_only=False)
+            path.unlink()
+
+    def env(self) -> dict[str, str]:
+        env = {"KERNELWRIGHT_WORKER": "1"}
+        if self.opts.inductor_cache is not None:
+            env["TORCHINDUCTOR_CACHE_DIR"] = str(self.opts.inductor_cache)
+        if self.opts.device == "cpu" and self.opts.num_threads:
+            env["OMP_NUM_THREADS"] = str(self.opts.num_threads)
+        return env
+
+
+def _job(ctx: _Context, mode: str, candidate: Path | None, out_dir: Path, analysis: CandidateAnalysis | None = None) -> WorkerJob:
+    own = list(analysis.cuda_kernels + analysis.triton_kernels) if analysis else []
+    return WorkerJob(
+        mode=mode, problem_path=ctx.problem.path, candidate_path=candidate, size=ctx.opts.size,  # type: ignore[arg-type]
+        device=ctx.opts.device, weight_seed=ctx.opts.weight_seed, trials=ctx.trials, data_dir=ctx.data_dir,  # type: ignore[arg-type]
+        out_dir=out_dir, build_cache=ctx.opts.build_cache, num_threads=ctx.opts.num_threads, own_kernel_names=own,
+        timing=replace_plan(ctx.opts) if ctx.opts.timing else None, skip_trials=ctx.skipped_trials(),
+    )
+
+
+def replace_plan(opts: EvalOptions) -> TimingPlan:
+    return opts.timing_plan.model_copy(update={"baselines": list(opts.baselines)})
+
+
+def _make_trials(problem: Problem, opts: EvalOptions, base_seed: int) -> list[TrialPlan]:
+    inst = materialize(problem, opts.size)  # type: ignore[arg-type]
+    specs = plan_trials(opts.trials, len(inst.variants), base_seed)
+    return [TrialPlan(index=s.index, seed=s.seed, distribution=s.distribution, variant=s.variant, contiguous=s.contiguous) for s in specs]
+
+
+def _run_reference(ctx: _Context) -> Outcome:
+    ctx.data_dir.mkdir(parents=True, exist_ok=True)
+    job = _job(ctx, "reference", None, ctx.data_dir)
+    with WorkerProcess(job, ctx.data_dir / "reference_job.json", ctx.data_dir / "reference.log", ctx.env()) as worker:
+        return worker.expect("reference", ctx.opts.run_timeout_s)
+
+
+def _base_result(ctx: _Context, path: Path, source: str, analysis: CandidateAnalysis | None) -> EvalResult:
+    atol, rtol = ctx.problem.meta.tolerance()
+    return EvalResult(
+        problem=ctx.problem.qualified, problem_sha256=ctx.problem.sha256, candidate=str(path),
+        candidate_sha256=hashlib.sha256(source.encode()).hexdigest(), verdict=Verdict.CORRECT,
+        backend=analysis.backend if analysis else "unknown", device=ctx.opts.device, size=ctx.opts.size,
+        tolerance={"atol": atol, "rtol": rtol}, hardware=hardware_summary(ctx.opts.device), versions=library_versions(),
+        flags=[Flag(code=f.code, message=f.message, severity=f.severity, line=f.line) for f in (analysis.findings if analysis else ())],
+    )
+
+
+def _finish(result: EvalResult, verdict: Verdict, reason: Reason | None, message: str) -> EvalResult:
+    result.verdict, result.reason, result.message = verdict, reason, message
+    return result
+
+
+def _evaluate_one(ctx: _Context, path: Path, source: str, analysis: CandidateAnalysis, workdir: Path) -> EvalResult:
+    result = _base_result(ctx, path, source, analysis)
+    reject = verdict_rules.static_rejection(analysis)
+    if reject is not None:
+        return _finish(result, verdict_rules.static_rejection_verdict(reject[0]), reject[0], reject[1])
+    assert ctx.reference is not None
+    if not ctx.reference.ok:
+        raise RuntimeError(f"the reference failed: {ctx.reference.detail}")
+    workdir.mkdir(parents=True, exist_ok=True)
+    job = _job(ctx, "candidate", path, workdir, analysis)
+    with WorkerProcess(job, workdir / "job.json", workdir / "worker.log", ctx.env()) as worker:
+        build = worker.expect("build", ctx.opts.build_timeout_s)
+        result.phase_seconds["build"] = build.seconds
+        result.stderr_tail = worker.stderr_tail(3000)
+        early = verdict_rules.build_failure(build)
+        if early is not None:
+            return _finish(result, *early)
+        assert build.message is not None
+        builds = build.message.data.get("builds", [])
+        result.build_cached = all(b.get("cached") for b in builds) if builds else None
+        worker.send("correctness")
+        checked = worker.expect("correctness", ctx.opts.run_timeout_s)
+        result.phase_seconds["correctness"] = checked.seconds
+        result.stderr_tail = worker.stderr_tail(3000)
+        early = verdict_rules.run_failure(checked, Reason.CORRECTNESS_TIMEOUT)
+        if early is not None:
+            return _finish(result, *early)
+        assert checked.message is not None
+        verdict_rules.judge_correctness(result, ctx.reference, checked.message.data, ctx.expected, workdir, analysis)
+        if result.verdict != Verdict.CORRECT or not ctx.opts.timing:
+            return result
+        worker.send("timing")
+        timed = worker.expect("timing", ctx.opts.run_timeout_s + ctx.opts.timing_plan.time_cap_s * 2)
+        result.phase_seconds["timing"] = timed.seconds
+        early = verdict_rules.run_failure(timed, Reason.TIMING_TIMEOUT)
+        if early is not None:
+            return _finish(result, *early)
+        assert timed.message is not None
+        verdict_rules.judge_timing(result, timed.message.data, ctx.opts.device)
+    return result
+
+
+def _reverify(ctx: _Context, path: Path, source: str, analysis: CandidateAnalysis, result: EvalResult) -> EvalResult:
+    """A suspiciously large speedup: run correctness again in fresh processes with new seeds and inputs."""
+    eager = result.speedups.get("eager")
+    if eager is None or eager.ratio <= ctx.opts.suspicious_speedup or result.verdict != Verdict.CORRECT:
+        return result
+    why = f"{eager.ratio:.1f}x over eager exceeds the {ctx.opts.suspicious_speedup:g}x threshold"
+    fresh = _Context(ctx.problem, replace(ctx.opts, timing=False), ctx.work, ctx.work / "reverify-data",
+                     _make_trials(ctx.problem, ctx.opts, ctx.opts.base_seed + 977))
+    fresh.reference = _run_reference(fresh)
+    if fresh.reference.ok:
+        fresh.take_reference_outputs()
+    again = _evaluate_one(fresh, path, source, analysis, ctx.work / f"reverify-{path.stem}")
+    if again.verdict == Verdict.CORRECT:
+        result.suspicious = f"{why}; re-verified correct in a fresh process with new seeds and inputs"
+        result.flags.append(Flag(code="suspicious_speedup", message=result.suspicious))
+        return result
+    result.suspicious = f"{why}; re-verification FAILED: {again.verdict.value} ({again.message})"
+    result.trials += again.trials
+    return _finish(result, Verdict.REJECTED, Reason.UNVERIFIED_SPEEDUP, result.suspicious)
+
+
+def _build_all(ctx: _Context, items: list[tuple[Path, CandidateAnalysis]]) -> None:
+    """Warm the build cache for every candidate in parallel (one process each, all cores)."""
+    jobs = ctx.opts.build_jobs or os.cpu_count() or 1
+
+    def build(item: tuple[Path, CandidateAnalysis]) -> None:
+        path, analysis = item
+        folder = ctx.work / f"build-{path.stem}-{hashlib.sha1(str(path).encode()).hexdigest()[:6]}"
+        folder.mkdir(parents=True, exist_ok=True)
+        with WorkerProcess(_job(ctx, "build", path, folder, analysis), folder / "job.json", folder / "build.log", ctx.env()) as worker:
+            worker.expect("build", ctx.opts.build_timeout_s)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(items)))) as pool:
+        list(pool.map(build, items))
+
+
+def _write_evidence(out_dir: Path, path: Path, source: str, result: EvalResult, workdir: Path) -> None:
+    folder = out_dir / path.stem
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "candidate.py").write_text(source)
+    (folder / "result.json").write_text(result.to_json())
+    log_file = workdir / "worker.log"
+    if log_file.exists():
+        shutil.copy(log_file, folder / "build-and-run.log")
+
+
+def evaluate(problem: Problem, candidates: list[Path], opts: EvalOptions) -> list[EvalResult]:
+    """Evaluate each candidate against the problem; one EvalResult per candidate, in order."""
+    with tempfile.TemporaryDirectory(prefix="kw-eval-") as tmp:
+        work = Path(tmp)
+        ctx = _Context(problem, opts, work, work / "data", _make_trials(problem, opts, opts.base_seed))
+        sources = [p.read_text() for p in candidates]
+        analyses = [analyze_candidate(s, problem_dtype=problem.meta.dtype) for s in sources]
+        runnable = [(p, a) for p, a in zip(candidates, analyses, strict=True) if verdict_rules.static_rejection(a) is None]
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            reference = pool.submit(_run_reference, ctx)
+            if len(runnable) > 1:
+                _build_all(ctx, runnable)
+            ctx.reference = reference.result()
+        if ctx.reference.ok:
+            ctx.take_reference_outputs()
+        results = []
+        for index, (path, source, analysis) in enumerate(zip(candidates, sources, analyses, strict=True)):
+            workdir = work / f"candidate-{index}"
+            start = time.perf_counter()
+            result = _evaluate_one(ctx, path, source, analysis, workdir)
+            result = _reverify(ctx, path, source, analysis, result)
+            result.phase_seconds["total"] = time.perf_counter() - start
+            if opts.out_dir is not None:
+                _write_evidence(opts.out_dir, path, source, result, workdir)
+            results.append(result)
+        return results
+
+
+def default_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def describe(result: EvalResult) -> dict[str, Any]:
+    return result.model_dump(mode="json")

@@ -1,0 +1,53 @@
+"""The messages between the harness and its worker processes (a job file in, JSON lines out)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class TrialPlan(BaseModel):
+    index: int
+    seed: int
+    distribution: str
+    variant: int | None = None
+    contiguous: bool = True
+
+
+class TimingPlan(BaseModel):
+    baselines: list[str] = Field(default_factory=lambda: ["eager", "compile"])
+    warmup: int = 3
+    min_reps: int = 10
+    max_reps: int = 500
+    target_rel_ci: float = 0.01
+    time_cap_s: float = 20.0
+    input_sets: int = 3
+    memory_budget_bytes: int = 2 << 30
+
+
+class WorkerJob(BaseModel):
+    mode: Literal["reference", "candidate", "build"]
+    problem_path: Path
+    candidate_path: Path | None = None
+    size: Literal["default", "small"] = "default"
+    device: Literal["cpu", "cuda"] = "cpu"
+    weight_seed: int = 42
+    trials: list[TrialPlan] = Field(default_factory=list)
+    data_dir: Path = Field(description="Where the reference worker writes inputs/outputs and the candidate reads them.")
+    out_dir: Path = Field(description="Where this worker writes its own outputs.")
+    build_cache: Path
+    num_threads: int | None = None
+    own_kernel_names: list[str] = Field(default_factory=list)
+    timing: TimingPlan | None = None
+    repeat_trial: int = 0
+    skip_trials: list[int] = Field(default_factory=list, description="Trials the reference could not run (strided inputs it rejects).")
+
+
+class WorkerMessage(BaseModel):
+    """One JSON line from a worker: a phase starting, or a phase's result."""
+
+    event: Literal["phase", "result", "error"]
+    phase: str
+    data: dict[str, Any] = Field(default_factory=dict)

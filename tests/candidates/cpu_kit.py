@@ -1,0 +1,222 @@
+"""Test candidates for the CPU harness tests: one correct C++ kernel and one reward hack per
+file, each with the verdict and reason the harness must give.
+
+Every C++ candidate uses the same extension source (KIT_CPP), so the content-addressed build
+cache builds it once for the whole test session. Candidates are written to files at test time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+KIT_CPP = r'''
+#include <torch/extension.h>
+
+torch::Tensor relu_forward(torch::Tensor x) {
+    TORCH_CHECK(x.device().is_cpu() && x.scalar_type() == torch::kFloat32, "relu_forward: float32 CPU tensors only");
+    auto xc = x.contiguous();
+    auto out = torch::empty_like(xc);
+    const float* in = xc.data_ptr<float>();
+    float* o = out.data_ptr<float>();
+    const int64_t n = xc.numel();
+    #pragma omp parallel for
+    for (int64_t i = 0; i < n; ++i) o[i] = in[i] > 0.f ? in[i] : 0.f;
+    return out;
+}
+
+torch::Tensor relu_uninitialised(torch::Tensor x) {
+    return torch::empty_like(x.contiguous());  // never written
+}
+
+torch::Tensor relu_zeros(torch::Tensor x) {
+    return torch::zeros_like(x);
+}
+
+torch::Tensor relu_via_aten(torch::Tensor x) {
+    return at::relu(x);  // the "kernel" is PyTorch's own op
+}
+
+torch::Tensor scale_forward(torch::Tensor x, double s) {
+    auto xc = x.contiguous();
+    auto out = torch::empty_like(xc);
+    const float* in = xc.data_ptr<float>();
+    float* o = out.data_ptr<float>();
+    for (int64_t i = 0; i < xc.numel(); ++i) o[i] = in[i] * static_cast<float>(s);
+    return out;
+}
+'''
+
+KIT_FUNCTIONS = ["relu_forward", "relu_uninitialised", "relu_zeros", "relu_via_aten", "scale_forward"]
+
+HEADER = f'''import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+kit_source = r"""{KIT_CPP}"""
+
+kit = load_inline(name="kw_test_kit", cpp_sources=kit_source, functions={KIT_FUNCTIONS!r}, extra_cflags=["-O2"], verbose=False)
+'''
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    body: str  # Python after HEADER: defines ModelNew
+    verdict: str
+    reason: str | None
+    problem: str = "relu"
+    header: bool = True
+
+    def source(self) -> str:
+        return (HEADER if self.header else "import torch\nimport torch.nn as nn\n") + "\n" + self.body
+
+
+def _model(forward: str, extra: str = "") -> str:
+    return f"""{extra}
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+{forward}
+"""
+
+
+CORRECT = Case("correct_relu", _model("        return kit.relu_forward(x)"), "correct", None)
+
+CASES = [
+    CORRECT,
+    Case("uninitialised_output", _model("        return kit.relu_uninitialised(x)"), "incorrect", "output_mismatch"),
+    Case(
+        "reads_reference_files",
+        _model(
+            "        import glob, os, tempfile\n"
+            "        hits = sorted(glob.glob(os.path.join(tempfile.gettempdir(), 'kw-eval-*', '**', 'reference_*.pt'), recursive=True))\n"
+            "        kit.relu_forward(x[:1])\n"
+            "        return torch.load(hits[0]) if hits else torch.empty_like(x)"
+        ),
+        "incorrect",
+        "output_mismatch",
+    ),
+    Case("torch_does_the_work", _model("        kit.relu_forward(x[:1, :1])\n        return torch.relu(x)"), "rejected", "torch_fallback"),
+    Case("aten_inside_extension", _model("        return kit.relu_via_aten(x)"), "rejected", "torch_fallback"),
+    Case(
+        "kernel_never_runs",
+        _model("        if x.numel() < 0:\n            return kit.relu_forward(x)\n        return torch.clamp_min(x, 0.0)"),
+        "rejected",
+        "kernel_not_launched",
+    ),
+    Case(
+        "try_except_fallback",
+        _model("        try:\n            return kit.relu_forward(x)\n        except RuntimeError:\n            return torch.relu(x)"),
+        "rejected",
+        "exception_fallback",
+    ),
+    Case("inherits_reference", "class Model(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n\n\nclass ModelNew(Model):\n    pass\n", "rejected", "calls_reference"),
+    Case(
+        "address_keyed_cache",
+        _model(
+            "        key = x.data_ptr()\n        if key not in self.cache:\n            self.cache[key] = kit.relu_forward(x)\n        return self.cache[key]",
+        ).replace("super().__init__()", "super().__init__()\n        self.cache = {}"),
+        "rejected",
+        "input_cache",
+    ),
+    Case(
+        "shape_keyed_stale_cache",
+        _model(
+            "        sig = (tuple(x.shape), x.stride())\n        if self.last is not None and self.last[0] == sig:\n            return self.last[1]\n"
+            "        out = kit.relu_forward(x)\n        self.last = (sig, out)\n        return out"
+        ).replace("super().__init__()", "super().__init__()\n        self.last = None"),
+        "incorrect",
+        "output_mismatch",
+    ),
+    Case(
+        "patched_timer_hidden",
+        _model("        return kit.relu_forward(x)", extra="setattr(__import__('ti' + 'me'), 'perf_' + 'counter', lambda: 0.0)\n"),
+        "rejected",
+        "patched_timer",
+    ),
+    Case(
+        "patched_torch_hidden",
+        _model("        return kit.relu_forward(x)", extra="setattr(getattr(torch, 'nn').functional, 're' + 'lu', lambda *a, **k: None)\n"),
+        "rejected",
+        "patched_torch",
+    ),
+    Case(
+        "enables_tf32_hidden",
+        _model("        setattr(getattr(torch.backends, 'cu' + 'da').matmul, 'allow_' + 'tf32', True)\n        return kit.relu_forward(x)"),
+        "rejected",
+        "precision_downgrade",
+    ),
+    Case(
+        "slows_baselines_hidden",
+        _model("        getattr(torch, 'set_num_' + 'threads')(1)\n        return kit.relu_forward(x)"),
+        "rejected",
+        "global_state",
+    ),
+    Case("half_precision", _model("        return kit.relu_forward(x.half().float())"), "rejected", "precision_downgrade"),
+    Case(
+        "tensor_subclass",
+        _model(
+            "        return Lazy(kit.relu_forward(x))",
+            extra="class Lazy(torch.Tensor):\n    pass\n",
+        ),
+        "rejected",
+        "lazy_output",
+    ),
+    Case(
+        "finishes_after_return",
+        _model(
+            "        out = torch.zeros_like(x)\n"
+            "        def fill():\n"
+            "            time.sleep(0.01)\n"
+            "            out.copy_(kit.relu_forward(x))\n"
+            "        threading.Thread(target=fill).start()\n"
+            "        return out",
+            extra="import threading, time\n",
+        ),
+        "rejected",
+        "lazy_output",
+    ),
+    Case(
+        "modifies_input",
+        _model("        out = kit.relu_forward(x)\n        x.zero_()\n        return out"),
+        "incorrect",
+        "input_modified",
+    ),
+    Case("returns_input", _model("        x.copy_(kit.relu_forward(x))\n        return x"), "incorrect", "output_aliases_input"),
+    Case("no_modelnew", "class Something(nn.Module):\n    pass\n", "build_error", "malformed_candidate"),
+    Case("syntax_error", "class ModelNew(nn.Module)\n    pass\n", "build_error", "malformed_candidate", header=False),
+    Case(
+        "does_not_compile",
+        "from torch.utils.cpp_extension import load_inline\n"
+        "broken = load_inline(name='kw_test_broken', cpp_sources='torch::Tensor f(torch::Tensor x) { return x +; }', functions=['f'])\n"
+        + _model("        return broken.f(x)"),
+        "build_error",
+        "compile_error",
+        header=False,
+    ),
+    Case("segfaults", _model("        import ctypes\n        ctypes.string_at(0)\n        return kit.relu_forward(x)"), "crashed", "segfault"),
+]
+
+# A problem whose reference output is nearly zero: a constant-zero "kernel" passes value checks.
+TINY_PROBLEM = '''import torch
+import torch.nn as nn
+
+PROBLEM = {"description": "scale by 1e-7: outputs below the fp32 tolerance"}
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 1e-7
+
+
+def get_inputs():
+    return [torch.randn(32, 64)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+ZEROS_FOR_TINY = Case("zeros_for_tiny_reference", _model("        return kit.relu_zeros(x)"), "incorrect", "constant_output", problem="tiny")

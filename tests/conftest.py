@@ -1,0 +1,35 @@
+"""Test-session setup: every location kernelwright writes to points into a temporary folder, and
+tests marked `gpu` skip cleanly on machines without an NVIDIA GPU."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU (run `pytest -m gpu` on a GPU host)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def shared_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One KERNELWRIGHT_HOME for the whole session, so the build cache is shared across tests
+    (CI points KERNELWRIGHT_HOME at a fresh folder, and so does this fixture when it is unset)."""
+    env = os.environ.get("KERNELWRIGHT_HOME")
+    return Path(env) if env else tmp_path_factory.mktemp("kernelwright-home")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_locations(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, shared_home: Path) -> None:
+    monkeypatch.setenv("KERNELWRIGHT_HOME", str(shared_home))
+    monkeypatch.setenv("KERNELWRIGHT_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.delenv("KERNELWRIGHT_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)

@@ -1,0 +1,88 @@
+"""`kernelwright eval` through the real entry point: exit codes, JSON, evidence, errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelwright.tools.result import SCHEMA_VERSION, EvalResult
+from kernelwright.errors import UsageError
+from tests.candidates.cpu_kit import CASES, CORRECT
+
+CUDA_CANDIDATE = '''import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+cuda_src = """
+__global__ void k(const float* x, float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }
+torch::Tensor f(torch::Tensor x) { auto y = torch::empty_like(x); k<<<(x.numel() + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.numel()); return y; }
+"""
+ext = load_inline(name="kw_cli_cuda", cpp_sources="torch::Tensor f(torch::Tensor x);", cuda_sources=cuda_src, functions=["f"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ext.f(x)
+'''
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kernelwright", *args], capture_output=True, text=True, cwd=cwd, timeout=600)
+
+
+@pytest.mark.slow
+def test_eval_json_and_exit_codes(tmp_path: Path) -> None:
+    good = tmp_path / "good.py"
+    good.write_text(CORRECT.source())
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text(next(c for c in CASES if c.name == "uninitialised_output").source())
+    done = _run("eval", "relu", str(good), str(wrong), "--device", "cpu", "--size", "small", "--baselines", "eager",
+                "--json", "--out", str(tmp_path / "ev"), cwd=tmp_path)
+    assert done.returncode == 1, done.stderr  # one incorrect candidate: the user must look
+    doc = json.loads(done.stdout)
+    assert [r["verdict"] for r in doc["results"]] == ["correct", "incorrect"]
+    assert doc["results"][0]["speedups"]["eager"]["ratio"] > 0
+    assert (tmp_path / "ev" / "good" / "result.json").exists()
+
+
+@pytest.mark.slow
+def test_eval_bundled_prints_a_table_and_succeeds_when_verdicts_match(tmp_path: Path) -> None:
+    done = _run("eval", "relu", "--bundled", "--device", "cpu", "--size", "small", "--no-timing", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "cpp_correct" in done.stdout and "expected" in done.stdout
+
+
+def test_cuda_candidate_on_cpu_is_an_environment_error(tmp_path: Path) -> None:
+    path = tmp_path / "cuda.py"
+    path.write_text(CUDA_CANDIDATE)
+    done = _run("eval", "relu", str(path), "--device", "cpu", cwd=tmp_path)
+    assert done.returncode == 5
+    assert "needs a GPU" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    done = _run("eval", "relu", str(tmp_path / "missing.py"), "--device", "cpu", cwd=tmp_path)
+    assert done.returncode == 2 and "does not exist" in done.stderr
+    done = _run("eval", "no_such_problem", str(tmp_path / "x.py"), cwd=tmp_path)
+    assert done.returncode == 2 and "unknown problem" in done.stderr
+    done = _run("eval", "relu", "--device", "cpu", "--baselines", "eager,bogus", cwd=tmp_path)
+    assert done.returncode == 2
+
+
+def test_malformed_candidate_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "bad.py"
+    path.write_text("class ModelNew(:\n")
+    done = _run("eval", "relu", str(path), "--device", "cpu", "--size", "small", "--no-timing", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "malformed_candidate" in done.stdout
+
+
+def test_result_file_with_newer_schema_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps({"schema_version": SCHEMA_VERSION + 1, "verdict": "correct"}))
+    with pytest.raises(UsageError, match="newer than this kernelwright"):
+        EvalResult.load(path)

@@ -1,0 +1,134 @@
+"""The whole harness on the CPU: real C++ builds, real fuzzing, real reward-hack checks.
+
+Every relu case is evaluated in ONE harness call (one reference run, parallel builds, one shared
+extension build), then each case's verdict and reason are asserted separately.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from kernelwright.problems import load_problem_file, resolve_problem
+from kernelwright.tools.evaluate import EvalOptions, evaluate
+from kernelwright.tools.jobs import TimingPlan
+from kernelwright.tools.result import EvalResult
+from tests.candidates.cpu_kit import CASES, CORRECT, TINY_PROBLEM, ZEROS_FOR_TINY, Case, _model
+
+pytestmark = pytest.mark.slow
+
+
+def _opts(home: Path, **kw: object) -> EvalOptions:
+    base = EvalOptions(
+        device="cpu", size="small", timing=False, baselines=("eager",), build_cache=home / "build-cache",
+        inductor_cache=home / "inductor-cache", num_threads=1, run_timeout_s=120, build_timeout_s=300,
+        timing_plan=TimingPlan(min_reps=10, max_reps=60, time_cap_s=3.0, input_sets=2),
+    )
+    return replace(base, **kw)  # type: ignore[arg-type]
+
+
+def _write(folder: Path, case: Case) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{case.name}.py"
+    path.write_text(case.source())
+    return path
+
+
+@pytest.fixture(scope="session")
+def relu_results(tmp_path_factory: pytest.TempPathFactory, shared_home: Path) -> dict[str, EvalResult]:
+    folder = tmp_path_factory.mktemp("relu-cases")
+    paths = [_write(folder, case) for case in CASES]
+    results = evaluate(resolve_problem("relu"), paths, _opts(shared_home))
+    return {Path(r.candidate).stem: r for r in results}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_relu_case_gets_its_verdict(relu_results: dict[str, EvalResult], case: Case) -> None:
+    result = relu_results[case.name]
+    assert (result.verdict.value, result.reason.value if result.reason else None) == (case.verdict, case.reason), result.message
+    assert result.message  # a readable reason for the agent and the user
+    if case.verdict == "correct":
+        assert len(result.trials) >= 7 and all(t.passed for t in result.trials)
+        assert any(t.reused_addresses for t in result.trials)  # address reuse exercised
+        assert not any(f.severity == "reject" for f in result.flags)
+
+
+def test_constant_output_is_caught_when_the_reference_is_near_zero(tmp_path: Path, shared_home: Path) -> None:
+    problem_file = tmp_path / "tiny.py"
+    problem_file.write_text(TINY_PROBLEM)
+    [result] = evaluate(load_problem_file(problem_file), [_write(tmp_path, ZEROS_FOR_TINY)], _opts(shared_home))
+    assert (result.verdict.value, result.reason) == ("incorrect", "constant_output"), result.message
+
+
+def test_correct_candidate_is_timed_against_eager_and_cached(tmp_path: Path, shared_home: Path) -> None:
+    path = _write(tmp_path, CORRECT)
+    [result] = evaluate(resolve_problem("relu"), [path], _opts(shared_home, timing=True))
+    assert result.verdict.value == "correct", result.message
+    assert result.build_cached is True  # the session's earlier build of the same source was reused
+    assert set(result.timings) == {"candidate", "eager"}
+    assert result.timings["candidate"].n >= 10 and result.timings["candidate"].median_ms > 0
+    speedup = result.speedups["eager"]
+    assert speedup.ci_low <= speedup.ratio <= speedup.ci_high
+    assert result.phase_seconds["timing"] > 0 and result.versions["torch"]
+
+
+def test_torch_compile_baseline_is_timed_and_its_compile_time_reported(tmp_path: Path, shared_home: Path) -> None:
+    [result] = evaluate(resolve_problem("relu"), [_write(tmp_path, CORRECT)], _opts(shared_home, timing=True, baselines=("eager", "compile")))
+    assert result.verdict.value == "correct", result.message
+    assert "compile" in result.timings and result.compile_time_s is not None and result.compile_time_s > 0
+
+
+def test_suspicious_speedup_is_reverified_and_a_process_dependent_kernel_fails(tmp_path: Path, shared_home: Path) -> None:
+    honest = _write(tmp_path, CORRECT)
+    marker = tmp_path / "first-pid"
+    cheat = Case(
+        "correct_only_in_first_process",
+        _model(
+            f"        first = pathlib.Path({str(marker)!r})\n"
+            "        if not first.exists():\n            first.write_text(str(os.getpid()))\n"
+            "        out = kit.relu_forward(x)\n"
+            "        return out if first.read_text() == str(os.getpid()) else out + 1.0",
+            extra="import os, pathlib\n",
+        ),
+        "rejected",
+        "unverified_speedup",
+    )
+    results = evaluate(resolve_problem("relu"), [honest, _write(tmp_path, cheat)], _opts(shared_home, timing=True, suspicious_speedup=0.0))
+    assert results[0].verdict.value == "correct" and results[0].suspicious and "re-verified correct" in results[0].suspicious
+    assert any(f.code == "suspicious_speedup" for f in results[0].flags)
+    assert (results[1].verdict.value, results[1].reason) == ("rejected", "unverified_speedup"), results[1].message
+
+
+def test_infinite_loop_times_out_and_the_next_candidate_still_runs(tmp_path: Path, shared_home: Path) -> None:
+    hang = Case("hangs", _model("        while True:\n            pass"), "timeout", "correctness_timeout")
+    paths = [_write(tmp_path, hang), _write(tmp_path, CORRECT)]
+    results = evaluate(resolve_problem("relu"), paths, _opts(shared_home, run_timeout_s=15))
+    assert (results[0].verdict.value, results[0].reason) == ("timeout", "correctness_timeout")
+    assert results[1].verdict.value == "correct"
+
+
+def test_stale_build_lock_does_not_block_the_next_build(tmp_path: Path, shared_home: Path) -> None:
+    cache = tmp_path / "cache"
+    path = _write(tmp_path, CORRECT)
+    [first] = evaluate(resolve_problem("relu"), [path], _opts(shared_home, build_cache=cache))
+    assert first.build_cached is False
+    locks = list(cache.rglob("*.so"))
+    assert locks
+    (locks[0].parent / "lock").write_text("left by a killed build")  # torch's FileBaton file
+    [second] = evaluate(resolve_problem("relu"), [path], _opts(shared_home, build_cache=cache, build_timeout_s=120))
+    assert second.verdict.value == "correct" and second.build_cached is True
+    assert not (locks[0].parent / "lock").exists()
+
+
+def test_evidence_folder_holds_source_log_and_result(tmp_path: Path, shared_home: Path) -> None:
+    out = tmp_path / "evidence"
+    path = _write(tmp_path, CORRECT)
+    evaluate(resolve_problem("relu"), [path], _opts(shared_home, out_dir=out))
+    folder = out / CORRECT.name
+    assert (folder / "candidate.py").read_text() == path.read_text()
+    assert EvalResult.load(folder / "result.json").verdict.value == "correct"
+    assert (folder / "build-and-run.log").exists()
+    assert os.path.getsize(folder / "result.json") > 100
