@@ -23,8 +23,15 @@ pytestmark = pytest.mark.slow
 
 def _opts(home: Path, **kw: object) -> EvalOptions:
     base = EvalOptions(
-        device="cpu", size="small", timing=False, baselines=("eager",), build_cache=home / "build-cache",
-        inductor_cache=home / "inductor-cache", num_threads=1, run_timeout_s=120, build_timeout_s=300,
+        device="cpu",
+        size="small",
+        timing=False,
+        baselines=("eager",),
+        build_cache=home / "build-cache",
+        inductor_cache=home / "inductor-cache",
+        num_threads=1,
+        run_timeout_s=120,
+        build_timeout_s=300,
         timing_plan=TimingPlan(min_reps=10, max_reps=60, time_cap_s=3.0, input_sets=2),
     )
     return replace(base, **kw)  # type: ignore[arg-type]
@@ -48,7 +55,9 @@ def relu_results(tmp_path_factory: pytest.TempPathFactory, shared_home: Path) ->
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_relu_case_gets_its_verdict(relu_results: dict[str, EvalResult], case: Case) -> None:
     result = relu_results[case.name]
-    assert (result.verdict.value, result.reason.value if result.reason else None) == (case.verdict, case.reason), result.message
+    assert (result.verdict.value, result.reason.value if result.reason else None) == (case.verdict, case.reason), (
+        result.message
+    )
     assert result.message  # a readable reason for the agent and the user
     if case.verdict == "correct":
         assert len(result.trials) >= 7 and all(t.passed for t in result.trials)
@@ -76,12 +85,18 @@ def test_correct_candidate_is_timed_against_eager_and_cached(tmp_path: Path, sha
 
 
 def test_torch_compile_baseline_is_timed_and_its_compile_time_reported(tmp_path: Path, shared_home: Path) -> None:
-    [result] = evaluate(resolve_problem("relu"), [_write(tmp_path, CORRECT)], _opts(shared_home, timing=True, baselines=("eager", "compile")))
+    [result] = evaluate(
+        resolve_problem("relu"),
+        [_write(tmp_path, CORRECT)],
+        _opts(shared_home, timing=True, baselines=("eager", "compile")),
+    )
     assert result.verdict.value == "correct", result.message
     assert "compile" in result.timings and result.compile_time_s is not None and result.compile_time_s > 0
 
 
-def test_suspicious_speedup_is_reverified_and_a_process_dependent_kernel_fails(tmp_path: Path, shared_home: Path) -> None:
+def test_suspicious_speedup_is_reverified_and_a_process_dependent_kernel_fails(
+    tmp_path: Path, shared_home: Path
+) -> None:
     honest = _write(tmp_path, CORRECT)
     marker = tmp_path / "first-pid"
     cheat = Case(
@@ -96,14 +111,22 @@ def test_suspicious_speedup_is_reverified_and_a_process_dependent_kernel_fails(t
         "rejected",
         "unverified_speedup",
     )
-    results = evaluate(resolve_problem("relu"), [honest, _write(tmp_path, cheat)], _opts(shared_home, timing=True, suspicious_speedup=0.0))
-    assert results[0].verdict.value == "correct" and results[0].suspicious and "re-verified correct" in results[0].suspicious
+    results = evaluate(
+        resolve_problem("relu"),
+        [honest, _write(tmp_path, cheat)],
+        _opts(shared_home, timing=True, suspicious_speedup=0.0),
+    )
+    assert (
+        results[0].verdict.value == "correct"
+        and results[0].suspicious
+        and "re-verified correct" in results[0].suspicious
+    )
     assert any(f.code == "suspicious_speedup" for f in results[0].flags)
     assert (results[1].verdict.value, results[1].reason) == ("rejected", "unverified_speedup"), results[1].message
 
 
 def test_infinite_loop_times_out_and_the_next_candidate_still_runs(tmp_path: Path, shared_home: Path) -> None:
-    hang = Case("hangs", _model("        while True:\n            pass"), "timeout", "correctness_timeout")
+    hang = Case("hangs", _model("        out = kit.relu_forward(x)\n        while out.numel() > 0:\n            pass\n        return out"), "timeout", "correctness_timeout")
     paths = [_write(tmp_path, hang), _write(tmp_path, CORRECT)]
     results = evaluate(resolve_problem("relu"), paths, _opts(shared_home, run_timeout_s=15))
     assert (results[0].verdict.value, results[0].reason) == ("timeout", "correctness_timeout")

@@ -11,7 +11,6 @@ import traceback
 from pathlib import Path
 from typing import Annotated, Optional
 
-import click
 import typer
 
 from kernelwright import __version__
@@ -103,12 +102,16 @@ def main(argv: list[str] | None = None) -> None:
     try:
         result = app(args=argv, prog_name="kernelwright", standalone_mode=False)
         code = int(result) if isinstance(result, int) else 0
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         code = exc.exit_code
-    except click.exceptions.Abort:
+    except typer.Abort:
         code = ExitCode.INTERRUPTED
-    except click.ClickException as exc:  # bad flags, missing arguments
-        exc.show()
+    except typer.TyperException as exc:  # bad flags, missing arguments (typer's own click)
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show()
+        else:
+            typer.echo(f"usage error: {exc}", err=True)
         code = ExitCode.USAGE
     except KernelwrightError as exc:
         if _state.debug:

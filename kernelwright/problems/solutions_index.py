@@ -25,7 +25,9 @@ def all_solutions() -> list[BundledSolution]:
         return []
     entries = json.loads(manifest.read_text())
     return [
-        BundledSolution(e["problem"], SOLUTIONS / e["file"], e["backend"], e["expected"], e.get("reason"), e.get("note", ""))
+        BundledSolution(
+            e["problem"], SOLUTIONS / e["file"], e["backend"], e["expected"], e.get("reason"), e.get("note", "")
+        )
         for e in entries
     ]
 

@@ -37,7 +37,11 @@ def _tool_version(*cmd: str) -> str:
 def toolchain(with_cuda: bool) -> dict[str, str]:
     import torch
 
-    chain = {"torch": torch.__version__, "cuda": str(torch.version.cuda), "cxx": _tool_version(os.environ.get("CXX", "c++"), "--version")}
+    chain = {
+        "torch": torch.__version__,
+        "cuda": str(torch.version.cuda),
+        "cxx": _tool_version(os.environ.get("CXX", "c++"), "--version"),
+    }
     if with_cuda:
         chain["nvcc"] = _tool_version("nvcc", "--version")
         chain["arch"] = os.environ.get("TORCH_CUDA_ARCH_LIST", "")

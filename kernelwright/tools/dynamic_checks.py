@@ -19,20 +19,79 @@ from kernelwright.tools.ext_hooks import REGION_PREFIX
 from kernelwright.tools.verdicts import Reason
 
 TIMER_NAMES = (
-    "time.perf_counter", "time.perf_counter_ns", "time.time", "time.monotonic",
-    "torch.cuda.Event", "torch.cuda.synchronize", "torch.cuda.current_stream", "torch.cuda.Event.elapsed_time",
-    "torch.cuda.Event.record", "torch.cuda.Event.synchronize", "torch.cuda.Stream.synchronize",
+    "time.perf_counter",
+    "time.perf_counter_ns",
+    "time.time",
+    "time.monotonic",
+    "torch.cuda.Event",
+    "torch.cuda.synchronize",
+    "torch.cuda.current_stream",
+    "torch.cuda.Event.elapsed_time",
+    "torch.cuda.Event.record",
+    "torch.cuda.Event.synchronize",
+    "torch.cuda.Stream.synchronize",
 )
 
 # aten ops that move, view or allocate memory: not "computation" for the fallback check.
 TRIVIAL_OPS = frozenset(
-    f"aten::{n}" for n in (
-        "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
-        "fill_", "zero_", "view", "reshape", "_reshape_alias", "as_strided", "contiguous", "clone", "copy_", "to",
-        "_to_copy", "permute", "transpose", "t", "expand", "unsqueeze", "squeeze", "flatten", "detach", "alias",
-        "resize_", "select", "slice", "narrow", "unbind", "split", "chunk", "lift_fresh", "item", "_local_scalar_dense",
-        "is_nonzero", "size", "stride", "numel", "dim", "result_type", "empty_affine_quantized", "set_", "record_stream",
-        "unfold", "view_as", "expand_as", "reshape_as", "_unsafe_view", "movedim", "squeeze_", "unsqueeze_",
+    f"aten::{n}"
+    for n in (
+        "empty",
+        "empty_like",
+        "empty_strided",
+        "zeros",
+        "zeros_like",
+        "ones",
+        "ones_like",
+        "full",
+        "full_like",
+        "fill_",
+        "zero_",
+        "view",
+        "reshape",
+        "_reshape_alias",
+        "as_strided",
+        "contiguous",
+        "clone",
+        "copy_",
+        "to",
+        "_to_copy",
+        "permute",
+        "transpose",
+        "t",
+        "expand",
+        "unsqueeze",
+        "squeeze",
+        "flatten",
+        "detach",
+        "alias",
+        "resize_",
+        "select",
+        "slice",
+        "narrow",
+        "unbind",
+        "split",
+        "chunk",
+        "lift_fresh",
+        "item",
+        "_local_scalar_dense",
+        "is_nonzero",
+        "size",
+        "stride",
+        "numel",
+        "dim",
+        "result_type",
+        "empty_affine_quantized",
+        "set_",
+        "record_stream",
+        "unfold",
+        "view_as",
+        "expand_as",
+        "reshape_as",
+        "_unsafe_view",
+        "movedim",
+        "squeeze_",
+        "unsqueeze_",
     )
 )
 
@@ -67,7 +126,10 @@ def state_changes(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[R
     out = []
     for key, value in before.items():
         if after.get(key) != value:
-            precision = key in ("matmul.allow_tf32", "cudnn.allow_tf32", "float32_matmul_precision") or "reduced_precision" in key
+            precision = (
+                key in ("matmul.allow_tf32", "cudnn.allow_tf32", "float32_matmul_precision")
+                or "reduced_precision" in key
+            )
             reason = Reason.PRECISION_DOWNGRADE if precision else Reason.GLOBAL_STATE
             out.append((reason, f"the candidate changed {key} from {value!r} to {after.get(key)!r}"))
     return out
@@ -99,8 +161,12 @@ def _resolve_static(dotted: str) -> Any:
 def identity_snapshot() -> dict[str, int]:
     """id() of every public callable of torch, torch.nn.functional, torch.Tensor and the timers."""
     snap: dict[str, int] = {}
-    for prefix, namespace in (("torch", torch), ("torch.nn.functional", torch.nn.functional),
-                              ("torch.Tensor", torch.Tensor), ("torch.nn.Module", torch.nn.Module)):
+    for prefix, namespace in (
+        ("torch", torch),
+        ("torch.nn.functional", torch.nn.functional),
+        ("torch.Tensor", torch.Tensor),
+        ("torch.nn.Module", torch.nn.Module),
+    ):
         for name in dir(namespace):
             if name.startswith("_") and not (name.startswith("__") and name.endswith("__")):
                 continue
@@ -151,7 +217,9 @@ def _has_region_ancestor(event: Any) -> bool:
     return False
 
 
-def measure_work_share(call: Callable[[], Any], *, device: str, own_kernel_names: tuple[str, ...], repeats: int = 2) -> WorkShare:
+def measure_work_share(
+    call: Callable[[], Any], *, device: str, own_kernel_names: tuple[str, ...], repeats: int = 2
+) -> WorkShare:
     """Profile `call` and attribute time: on CUDA by kernel (own = the candidate's __global__ /
     Triton kernel names), on the CPU by aten op (inside vs outside the extension's regions)."""
     from torch.profiler import ProfilerActivity, profile
@@ -179,7 +247,7 @@ def measure_work_share(call: Callable[[], Any], *, device: str, own_kernel_names
         for ev in prof.events():
             if ev.name.startswith(REGION_PREFIX) and not _has_region_ancestor(ev):
                 share.own_ms += ev.cpu_time_total / 1e3
-                share.own_kernels.append(ev.name[len(REGION_PREFIX):])
+                share.own_kernels.append(ev.name[len(REGION_PREFIX) :])
         for ev in prof.events():
             if not ev.name.startswith("aten::") or ev.name in TRIVIAL_OPS:
                 continue
@@ -204,7 +272,10 @@ def output_settles(output: Any, *, device: str, wait_s: float = 0.05) -> bool:
     time.sleep(wait_s)
     if device == "cuda":
         torch.cuda.synchronize()
-    return all(torch.equal(a, b) or (a.isnan().any() and torch.equal(a.nan_to_num(), b.nan_to_num())) for a, b in zip(snapshot, tensors, strict=True))
+    return all(
+        torch.equal(a, b) or (a.isnan().any() and torch.equal(a.nan_to_num(), b.nan_to_num()))
+        for a, b in zip(snapshot, tensors, strict=True)
+    )
 
 
 def aliases_input(output: Any, inputs: list[Any]) -> bool:

@@ -25,7 +25,7 @@ from kernelwright.tools import verdict_rules
 from kernelwright.tools.environment import hardware_summary, library_versions
 from kernelwright.tools.fuzz import plan_trials
 from kernelwright.tools.jobs import TimingPlan, TrialPlan, WorkerJob
-from kernelwright.tools.result import EvalResult, Flag, TrialResult
+from kernelwright.tools.result import EvalResult, Flag
 from kernelwright.tools.sandbox import Outcome, WorkerProcess
 from kernelwright.tools.static_analysis import CandidateAnalysis, analyze_candidate
 from kernelwright.tools.verdicts import Reason, Verdict
@@ -84,13 +84,25 @@ class _Context:
         return env
 
 
-def _job(ctx: _Context, mode: str, candidate: Path | None, out_dir: Path, analysis: CandidateAnalysis | None = None) -> WorkerJob:
+def _job(
+    ctx: _Context, mode: str, candidate: Path | None, out_dir: Path, analysis: CandidateAnalysis | None = None
+) -> WorkerJob:
     own = list(analysis.cuda_kernels + analysis.triton_kernels) if analysis else []
     return WorkerJob(
-        mode=mode, problem_path=ctx.problem.path, candidate_path=candidate, size=ctx.opts.size,  # type: ignore[arg-type]
-        device=ctx.opts.device, weight_seed=ctx.opts.weight_seed, trials=ctx.trials, data_dir=ctx.data_dir,  # type: ignore[arg-type]
-        out_dir=out_dir, build_cache=ctx.opts.build_cache, num_threads=ctx.opts.num_threads, own_kernel_names=own,
-        timing=replace_plan(ctx.opts) if ctx.opts.timing else None, skip_trials=ctx.skipped_trials(),
+        mode=mode,
+        problem_path=ctx.problem.path,
+        candidate_path=candidate,
+        size=ctx.opts.size,  # type: ignore[arg-type]
+        device=ctx.opts.device,
+        weight_seed=ctx.opts.weight_seed,
+        trials=ctx.trials,
+        data_dir=ctx.data_dir,  # type: ignore[arg-type]
+        out_dir=out_dir,
+        build_cache=ctx.opts.build_cache,
+        num_threads=ctx.opts.num_threads,
+        own_kernel_names=own,
+        timing=replace_plan(ctx.opts) if ctx.opts.timing else None,
+        skip_trials=ctx.skipped_trials(),
     )
 
 
@@ -101,7 +113,10 @@ def replace_plan(opts: EvalOptions) -> TimingPlan:
 def _make_trials(problem: Problem, opts: EvalOptions, base_seed: int) -> list[TrialPlan]:
     inst = materialize(problem, opts.size)  # type: ignore[arg-type]
     specs = plan_trials(opts.trials, len(inst.variants), base_seed)
-    return [TrialPlan(index=s.index, seed=s.seed, distribution=s.distribution, variant=s.variant, contiguous=s.contiguous) for s in specs]
+    return [
+        TrialPlan(index=s.index, seed=s.seed, distribution=s.distribution, variant=s.variant, contiguous=s.contiguous)
+        for s in specs
+    ]
 
 
 def _run_reference(ctx: _Context) -> Outcome:
@@ -114,11 +129,21 @@ def _run_reference(ctx: _Context) -> Outcome:
 def _base_result(ctx: _Context, path: Path, source: str, analysis: CandidateAnalysis | None) -> EvalResult:
     atol, rtol = ctx.problem.meta.tolerance()
     return EvalResult(
-        problem=ctx.problem.qualified, problem_sha256=ctx.problem.sha256, candidate=str(path),
-        candidate_sha256=hashlib.sha256(source.encode()).hexdigest(), verdict=Verdict.CORRECT,
-        backend=analysis.backend if analysis else "unknown", device=ctx.opts.device, size=ctx.opts.size,
-        tolerance={"atol": atol, "rtol": rtol}, hardware=hardware_summary(ctx.opts.device), versions=library_versions(),
-        flags=[Flag(code=f.code, message=f.message, severity=f.severity, line=f.line) for f in (analysis.findings if analysis else ())],
+        problem=ctx.problem.qualified,
+        problem_sha256=ctx.problem.sha256,
+        candidate=str(path),
+        candidate_sha256=hashlib.sha256(source.encode()).hexdigest(),
+        verdict=Verdict.CORRECT,
+        backend=analysis.backend if analysis else "unknown",
+        device=ctx.opts.device,
+        size=ctx.opts.size,
+        tolerance={"atol": atol, "rtol": rtol},
+        hardware=hardware_summary(ctx.opts.device),
+        versions=library_versions(),
+        flags=[
+            Flag(code=f.code, message=f.message, severity=f.severity, line=f.line)
+            for f in (analysis.findings if analysis else ())
+        ],
     )
 
 
@@ -175,8 +200,13 @@ def _reverify(ctx: _Context, path: Path, source: str, analysis: CandidateAnalysi
     if eager is None or eager.ratio <= ctx.opts.suspicious_speedup or result.verdict != Verdict.CORRECT:
         return result
     why = f"{eager.ratio:.1f}x over eager exceeds the {ctx.opts.suspicious_speedup:g}x threshold"
-    fresh = _Context(ctx.problem, replace(ctx.opts, timing=False), ctx.work, ctx.work / "reverify-data",
-                     _make_trials(ctx.problem, ctx.opts, ctx.opts.base_seed + 977))
+    fresh = _Context(
+        ctx.problem,
+        replace(ctx.opts, timing=False),
+        ctx.work,
+        ctx.work / "reverify-data",
+        _make_trials(ctx.problem, ctx.opts, ctx.opts.base_seed + 977),
+    )
     fresh.reference = _run_reference(fresh)
     if fresh.reference.ok:
         fresh.take_reference_outputs()
@@ -198,7 +228,9 @@ def _build_all(ctx: _Context, items: list[tuple[Path, CandidateAnalysis]]) -> No
         path, analysis = item
         folder = ctx.work / f"build-{path.stem}-{hashlib.sha1(str(path).encode()).hexdigest()[:6]}"
         folder.mkdir(parents=True, exist_ok=True)
-        with WorkerProcess(_job(ctx, "build", path, folder, analysis), folder / "job.json", folder / "build.log", ctx.env()) as worker:
+        with WorkerProcess(
+            _job(ctx, "build", path, folder, analysis), folder / "job.json", folder / "build.log", ctx.env()
+        ) as worker:
             worker.expect("build", ctx.opts.build_timeout_s)
 
     with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(items)))) as pool:
@@ -222,7 +254,9 @@ def evaluate(problem: Problem, candidates: list[Path], opts: EvalOptions) -> lis
         ctx = _Context(problem, opts, work, work / "data", _make_trials(problem, opts, opts.base_seed))
         sources = [p.read_text() for p in candidates]
         analyses = [analyze_candidate(s, problem_dtype=problem.meta.dtype) for s in sources]
-        runnable = [(p, a) for p, a in zip(candidates, analyses, strict=True) if verdict_rules.static_rejection(a) is None]
+        runnable = [
+            (p, a) for p, a in zip(candidates, analyses, strict=True) if verdict_rules.static_rejection(a) is None
+        ]
         with ThreadPoolExecutor(max_workers=1) as pool:
             reference = pool.submit(_run_reference, ctx)
             if len(runnable) > 1:

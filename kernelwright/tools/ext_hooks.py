@@ -69,8 +69,10 @@ def install(cache_root: Path, recorder: ExtensionRecorder) -> None:
         spec = {k: v for k, v in bound.arguments.items() if k not in ("build_directory", "verbose")}
         if files:  # `load(sources=[paths])`: the key must cover the files' contents
             spec["source_text"] = [Path(p).read_text(errors="replace") for p in spec.get("sources") or []]
-        with_cuda = bool(spec.get("cuda_sources")) or bool(spec.get("with_cuda")) or any(
-            str(p).endswith(".cu") for p in (spec.get("sources") or [])
+        with_cuda = (
+            bool(spec.get("cuda_sources"))
+            or bool(spec.get("with_cuda"))
+            or any(str(p).endswith(".cu") for p in (spec.get("sources") or []))
         )
         key = cache_key(spec, with_cuda=with_cuda)
         name = str(bound.arguments["name"])
@@ -80,7 +82,9 @@ def install(cache_root: Path, recorder: ExtensionRecorder) -> None:
             bound.arguments["build_directory"] = str(folder)
             bound.arguments["verbose"] = True  # the compiler's commands and output go to the build log
             module = original(*bound.args, **bound.kwargs)
-            recorder.builds.append({"name": name, "key": key[:24], "cached": cached, "seconds": time.perf_counter() - start})
+            recorder.builds.append(
+                {"name": name, "key": key[:24], "cached": cached, "seconds": time.perf_counter() - start}
+            )
         if isinstance(module, types.ModuleType):
             return recorder.wrap_module(module, name)
         return module

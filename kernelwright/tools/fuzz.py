@@ -137,7 +137,9 @@ def compare_outputs(reference: Any, candidate: Any, atol: float, rtol: float) ->
         if not isinstance(c, torch.Tensor):
             return Comparison(False, Reason.SHAPE_MISMATCH, f"{name} is a {type(c).__name__}, not a tensor")
         if c.shape != r.shape:
-            return Comparison(False, Reason.SHAPE_MISMATCH, f"{name} has shape {list(c.shape)}, the reference {list(r.shape)}")
+            return Comparison(
+                False, Reason.SHAPE_MISMATCH, f"{name} has shape {list(c.shape)}, the reference {list(r.shape)}"
+            )
         if c.dtype != r.dtype:
             return Comparison(False, Reason.DTYPE_MISMATCH, f"{name} has dtype {c.dtype}, the reference {r.dtype}")
         r64, c64 = r.detach().to("cpu", torch.float64), c.detach().to("cpu", torch.float64)
@@ -145,8 +147,12 @@ def compare_outputs(reference: Any, candidate: Any, atol: float, rtol: float) ->
         bad_nonfinite = r_finite & ~c_finite
         if bool(bad_nonfinite.any()):
             idx = bad_nonfinite.nonzero()[:5].tolist()
-            return Comparison(False, Reason.NONFINITE_OUTPUT, f"{name} has NaN/Inf where the reference is finite, first at {idx}",
-                              first_mismatches=tuple(tuple(i) for i in idx))
+            return Comparison(
+                False,
+                Reason.NONFINITE_OUTPUT,
+                f"{name} has NaN/Inf where the reference is finite, first at {idx}",
+                first_mismatches=tuple(tuple(i) for i in idx),
+            )
         nonfinite_agree = (~r_finite) & (~c_finite) & ((r64 == c64) | (r64.isnan() & c64.isnan()))
         diff = (c64 - r64).abs()
         diff = torch.where(nonfinite_agree, torch.zeros_like(diff), diff)
@@ -161,11 +167,14 @@ def compare_outputs(reference: Any, candidate: Any, atol: float, rtol: float) ->
         if bool(bad.any()):
             idx = bad.nonzero()[:5].tolist()
             first = tuple(idx[0])
-            detail = (f"{name}: {int(bad.sum())} of {bad.numel()} values differ (max abs err {abs_err:.3g}, "
-                      f"max rel err {rel_err:.3g}); first at {list(first)}: got {float(c64[first]):.6g}, "
-                      f"expected {float(r64[first]):.6g}")
-            return Comparison(False, Reason.OUTPUT_MISMATCH, detail, abs_err, rel_err, frac,
-                              tuple(tuple(i) for i in idx))
+            detail = (
+                f"{name}: {int(bad.sum())} of {bad.numel()} values differ (max abs err {abs_err:.3g}, "
+                f"max rel err {rel_err:.3g}); first at {list(first)}: got {float(c64[first]):.6g}, "
+                f"expected {float(r64[first]):.6g}"
+            )
+            return Comparison(
+                False, Reason.OUTPUT_MISMATCH, detail, abs_err, rel_err, frac, tuple(tuple(i) for i in idx)
+            )
     return Comparison(True, None, "", worst_abs, worst_rel, worst_frac)
 
 

@@ -42,7 +42,9 @@ class WorkerJob(BaseModel):
     own_kernel_names: list[str] = Field(default_factory=list)
     timing: TimingPlan | None = None
     repeat_trial: int = 0
-    skip_trials: list[int] = Field(default_factory=list, description="Trials the reference could not run (strided inputs it rejects).")
+    skip_trials: list[int] = Field(
+        default_factory=list, description="Trials the reference could not run (strided inputs it rejects)."
+    )
 
 
 class WorkerMessage(BaseModel):

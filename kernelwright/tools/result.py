@@ -64,7 +64,9 @@ class EvalResult(BaseModel):
     timings: dict[str, TimingStats] = Field(default_factory=dict)
     wall_median_ms: dict[str, float] = Field(default_factory=dict)
     speedups: dict[str, Speedup] = Field(default_factory=dict)
-    compile_time_s: float | None = Field(default=None, description="torch.compile baseline's first-call time (excluded from timing).")
+    compile_time_s: float | None = Field(
+        default=None, description="torch.compile baseline's first-call time (excluded from timing)."
+    )
     phase_seconds: dict[str, float] = Field(default_factory=dict)
     build_cached: bool | None = None
     flags: list[Flag] = Field(default_factory=list)

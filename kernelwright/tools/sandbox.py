@@ -3,6 +3,7 @@ value (`Outcome`), never an exception, and never takes the harness down."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
@@ -19,8 +20,14 @@ from pydantic import ValidationError
 from kernelwright.tools.jobs import WorkerJob, WorkerMessage
 from kernelwright.tools.verdicts import Reason
 
-_SIGNALS = {signal.SIGSEGV: Reason.SEGFAULT, signal.SIGBUS: Reason.SEGFAULT, signal.SIGABRT: Reason.ABORT,
-            signal.SIGFPE: Reason.ABORT, signal.SIGILL: Reason.ABORT, signal.SIGKILL: Reason.OUT_OF_MEMORY}
+_SIGNALS = {
+    signal.SIGSEGV: Reason.SEGFAULT,
+    signal.SIGBUS: Reason.SEGFAULT,
+    signal.SIGABRT: Reason.ABORT,
+    signal.SIGFPE: Reason.ABORT,
+    signal.SIGILL: Reason.ABORT,
+    signal.SIGKILL: Reason.OUT_OF_MEMORY,
+}
 
 
 @dataclass(frozen=True)
@@ -58,12 +65,15 @@ class WorkerProcess:
     def __init__(self, job: WorkerJob, job_file: Path, log_file: Path, env: dict[str, str] | None = None) -> None:
         job_file.write_text(job.model_dump_json(indent=1))
         self.log_file = log_file
-        self._log: IO[bytes] = open(log_file, "ab")
+        self._log: IO[bytes] = open(log_file, "ab")  # noqa: SIM115 (closed in close()/__exit__)
         child_env = {**os.environ, **(env or {})}
         child_env.setdefault("PYTHONUNBUFFERED", "1")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "kernelwright.tools.worker", str(job_file)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=child_env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            env=child_env,
             start_new_session=True,  # its own process group: a timeout kills compiler children too
         )
         self._lines: queue.Queue[str | None] = queue.Queue()
@@ -100,8 +110,12 @@ class WorkerProcess:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self.kill()
-                return Outcome(None, timed_out=True, detail=f"{phase} took longer than {timeout_s:.0f} s",
-                               seconds=time.monotonic() - start)
+                return Outcome(
+                    None,
+                    timed_out=True,
+                    detail=f"{phase} took longer than {timeout_s:.0f} s",
+                    seconds=time.monotonic() - start,
+                )
             try:
                 line = self._lines.get(timeout=min(remaining, 0.5))
             except queue.Empty:
@@ -122,8 +136,12 @@ class WorkerProcess:
                 text = str(message.data.get("detail", ""))
                 code = self._wait_exit()
                 reason, detail = classify_death(code, text + "\n" + self.stderr_tail())
-                return Outcome(message, died=reason, detail=f"{detail}: {text.splitlines()[-1] if text else ''}",
-                               seconds=time.monotonic() - start)
+                return Outcome(
+                    message,
+                    died=reason,
+                    detail=f"{detail}: {text.splitlines()[-1] if text else ''}",
+                    seconds=time.monotonic() - start,
+                )
             if message.event == "result" and message.phase == phase:
                 return Outcome(message, seconds=time.monotonic() - start)
 
@@ -136,10 +154,8 @@ class WorkerProcess:
 
     def kill(self) -> None:
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             self.proc.wait(timeout=30)
 
     def close(self) -> None:

@@ -56,8 +56,14 @@ def time_candidate(job: WorkerJob, candidate: torch.nn.Module, baselines_ready: 
     baselines_ready()
     timer = CudaEventTimer() if job.device == "cuda" else CpuTimer()
     result = time_interleaved(
-        fns, input_sets, timer=timer, warmup=plan.warmup, min_reps=plan.min_reps, max_reps=plan.max_reps,
-        target_rel_ci=plan.target_rel_ci, time_cap_s=plan.time_cap_s,
+        fns,
+        input_sets,
+        timer=timer,
+        warmup=plan.warmup,
+        min_reps=plan.min_reps,
+        max_reps=plan.max_reps,
+        target_rel_ci=plan.target_rel_ci,
+        time_cap_s=plan.time_cap_s,
     )
     patched = timer_functions_intact()
     return {

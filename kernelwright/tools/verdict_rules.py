@@ -14,7 +14,9 @@ from kernelwright.tools.static_analysis import CandidateAnalysis
 from kernelwright.tools.stats import TimingStats, speedup
 from kernelwright.tools.verdicts import Reason, Verdict
 
-MIN_OWN_FRACTION = 0.5  # the candidate's own kernels must carry at least half the forward's work
+# Library ops (aten, cuBLAS, cuDNN) inside the candidate's forward may take at most this share of
+# the reference's whole forward: more, and PyTorch is doing the main computation.
+MAX_LIBRARY_SHARE = 0.5
 
 Decision = tuple[Verdict, Reason | None, str]
 
@@ -60,8 +62,14 @@ def _load(path: Path) -> Any:
     return torch.load(path, weights_only=False)
 
 
-def judge_correctness(result: EvalResult, reference: Outcome, data: dict[str, Any], expected_outputs: dict[int, Any], out_dir: Path,
-                      analysis: CandidateAnalysis) -> None:
+def judge_correctness(
+    result: EvalResult,
+    reference: Outcome,
+    data: dict[str, Any],
+    expected_outputs: dict[int, Any],
+    out_dir: Path,
+    analysis: CandidateAnalysis,
+) -> None:
     """Fill result.trials and set the verdict from the correctness phase's report."""
     atol, rtol = result.tolerance["atol"], result.tolerance["rtol"]
     if data.get("fatal"):
@@ -74,14 +82,24 @@ def judge_correctness(result: EvalResult, reference: Outcome, data: dict[str, An
     for report in data["trials"]:
         index = report["index"]
         ref = ref_trials[index]
-        trial = TrialResult(index=index, seed=0, distribution="", shapes=ref.get("shapes", []), reused_addresses=report.get("reused", False))
+        trial = TrialResult(
+            index=index,
+            seed=0,
+            distribution="",
+            shapes=ref.get("shapes", []),
+            reused_addresses=report.get("reused", False),
+        )
         if report["status"] == "raised":
             trial.passed, trial.reason, trial.detail = False, Reason.RAISED, f"forward raised {report['detail']}"
         elif report.get("modified_inputs"):
             trial.passed, trial.reason = False, Reason.INPUT_MODIFIED
             trial.detail = f"the candidate modified input(s) {report['modified_inputs']}"
         elif report.get("alias"):
-            trial.passed, trial.reason, trial.detail = False, Reason.OUTPUT_ALIASES_INPUT, "an output shares memory with an input"
+            trial.passed, trial.reason, trial.detail = (
+                False,
+                Reason.OUTPUT_ALIASES_INPUT,
+                "an output shares memory with an input",
+            )
         elif any(not d.startswith(result.device) for d in report.get("devices", [])):
             trial.passed, trial.reason = False, Reason.DEVICE_MISMATCH
             trial.detail = f"outputs on {report['devices']}, expected {result.device}"
@@ -90,7 +108,11 @@ def judge_correctness(result: EvalResult, reference: Outcome, data: dict[str, An
             got = _load(out_dir / f"candidate_{index}.pt")
             cmp = compare_outputs(expected, got, atol, rtol)
             trial.passed, trial.reason, trial.detail = cmp.passed, cmp.reason, cmp.detail
-            trial.max_abs_error, trial.max_rel_error, trial.mismatch_fraction = cmp.max_abs_error, cmp.max_rel_error, cmp.mismatch_fraction
+            trial.max_abs_error, trial.max_rel_error, trial.mismatch_fraction = (
+                cmp.max_abs_error,
+                cmp.max_rel_error,
+                cmp.mismatch_fraction,
+            )
             trial.first_mismatches = [list(i) for i in cmp.first_mismatches]
             constant_candidate += is_constant(got)
             varying_reference += not is_constant(expected)
@@ -117,14 +139,21 @@ def judge_correctness(result: EvalResult, reference: Outcome, data: dict[str, An
         return
     if constant_candidate >= 2 and varying_reference >= 2:
         result.verdict, result.reason = Verdict.INCORRECT, Reason.CONSTANT_OUTPUT
-        result.message = "the output is constant while the reference's varies: it passed only because the reference is near zero"
+        result.message = (
+            "the output is constant while the reference's varies: it passed only because the reference is near zero"
+        )
         return
     _judge_work_share(result, data.get("work_share", {}), analysis)
 
 
 def _judge_work_share(result: EvalResult, share: dict[str, Any], analysis: CandidateAnalysis) -> None:
     if "error" in share or not share:
-        result.flags.append(Flag(code="work_share_unknown", message=f"could not profile the forward pass: {share.get('error', 'no data')}"))
+        result.flags.append(
+            Flag(
+                code="work_share_unknown",
+                message=f"could not profile the forward pass: {share.get('error', 'no data')}",
+            )
+        )
         return
     top = ", ".join(f"{name} {ms:.2f} ms" for name, ms in share.get("top_library_ops", []))
     if analysis.backend in ("cpp", "cuda") and share.get("ext_calls", 0) == 0:
@@ -135,13 +164,18 @@ def _judge_work_share(result: EvalResult, share: dict[str, Any], analysis: Candi
         result.verdict, result.reason = Verdict.REJECTED, Reason.KERNEL_NOT_LAUNCHED
         result.message = f"none of the candidate's kernels ran on the GPU; the kernels that ran: {top or 'none'}"
         return
-    fraction = float(share.get("own_fraction", 0.0))
-    if fraction < MIN_OWN_FRACTION:
+    library, reference = float(share.get("library_ms", 0.0)), float(share.get("reference_ms", 0.0))
+    if reference > 0 and library >= MAX_LIBRARY_SHARE * reference:
         result.verdict, result.reason = Verdict.REJECTED, Reason.TORCH_FALLBACK
-        result.message = (f"the candidate's own kernels did {fraction:.0%} of the forward pass's work; "
-                          f"PyTorch/library ops did the rest: {top}")
+        result.message = (
+            f"PyTorch/library ops in the candidate took {library:.3f} ms, {library / reference:.0%} of the "
+            f"reference's whole forward ({reference:.3f} ms): the main computation is not the candidate's own: {top}"
+        )
         return
-    result.message = f"correct on {len(result.trials)} trials; own kernels did {fraction:.0%} of the work"
+    result.message = (
+        f"correct on {len(result.trials)} trials; library ops took {library:.3f} ms against the "
+        f"reference's {reference:.3f} ms"
+    )
 
 
 def judge_timing(result: EvalResult, data: dict[str, Any], device: str) -> None:
@@ -158,7 +192,12 @@ def judge_timing(result: EvalResult, data: dict[str, Any], device: str) -> None:
         if fn.get("wall_median_ms") is not None:
             result.wall_median_ms[name] = float(fn["wall_median_ms"])
         if not fn.get("converged", True):
-            result.flags.append(Flag(code="not_converged", message=f"{name}: timing stopped at its cap before the median's CI reached the target"))
+            result.flags.append(
+                Flag(
+                    code="not_converged",
+                    message=f"{name}: timing stopped at its cap before the median's CI reached the target",
+                )
+            )
     result.compile_time_s = data.get("compile_time_s")
     cand = result.timings["candidate"]
     for name, stats in result.timings.items():

@@ -74,7 +74,10 @@ def _to_cpu(output: Any) -> Any:
 def _shapes(values: list[Any]) -> list[str]:
     import torch
 
-    return [f"{str(v.dtype).replace('torch.', '')}{list(v.shape)}" if isinstance(v, torch.Tensor) else repr(v) for v in values]
+    return [
+        f"{str(v.dtype).replace('torch.', '')}{list(v.shape)}" if isinstance(v, torch.Tensor) else repr(v)
+        for v in values
+    ]
 
 
 def _disable_tf32() -> None:
@@ -158,20 +161,42 @@ class CandidateSession:
         try:
             self.module = _exec_module(self.job.candidate_path, "kernelwright_candidate")
         except SyntaxError as exc:
-            self.chan.send("result", "build", ok=False, reason="malformed_candidate", detail=f"line {exc.lineno}: syntax error: {exc.msg}")
+            self.chan.send(
+                "result",
+                "build",
+                ok=False,
+                reason="malformed_candidate",
+                detail=f"line {exc.lineno}: syntax error: {exc.msg}",
+            )
             return False
         except Exception as exc:  # the candidate's import: a compiler error or any other failure
             text = "".join(traceback.format_exception_only(type(exc), exc))
-            compiler = "Error building extension" in text or "ninja" in text or type(exc).__name__ == "CalledProcessError"
-            self.chan.send("result", "build", ok=False, reason="compile_error" if compiler else "malformed_candidate",
-                           detail=_tail(text, 60), builds=self.recorder.builds)
+            compiler = (
+                "Error building extension" in text or "ninja" in text or type(exc).__name__ == "CalledProcessError"
+            )
+            self.chan.send(
+                "result",
+                "build",
+                ok=False,
+                reason="compile_error" if compiler else "malformed_candidate",
+                detail=_tail(text, 60),
+                builds=self.recorder.builds,
+            )
             return False
         if not isinstance(getattr(self.module, "ModelNew", None), type):
-            self.chan.send("result", "build", ok=False, reason="malformed_candidate", detail="the file defines no class ModelNew")
+            self.chan.send(
+                "result", "build", ok=False, reason="malformed_candidate", detail="the file defines no class ModelNew"
+            )
             return False
         self._check_tampering()
-        self.chan.send("result", "build", ok=True, seconds=time.perf_counter() - start, builds=self.recorder.builds,
-                       rejections=self.rejections)
+        self.chan.send(
+            "result",
+            "build",
+            ok=True,
+            seconds=time.perf_counter() - start,
+            builds=self.recorder.builds,
+            rejections=self.rejections,
+        )
         return True
 
     def correctness(self) -> None:
@@ -188,7 +213,9 @@ class CandidateSession:
         try:
             self.model = self.module.ModelNew(*inst.init_inputs).to(job.device).eval()
         except Exception as exc:  # candidate code
-            self.chan.send("result", "correctness", trials=[], fatal=f"ModelNew(*init_inputs) raised {type(exc).__name__}: {exc}")
+            self.chan.send(
+                "result", "correctness", trials=[], fatal=f"ModelNew(*init_inputs) raised {type(exc).__name__}: {exc}"
+            )
             return
         trials: list[dict[str, Any]] = []
         previous: dict[str, list[Any]] = {}
@@ -196,7 +223,9 @@ class CandidateSession:
             if plan.index in job.skip_trials:
                 continue
             inputs = _to_device(torch.load(job.data_dir / f"inputs_{plan.index}.pt"), job.device, plan.contiguous)
-            signature = repr([(tuple(v.shape), v.dtype, v.stride()) if isinstance(v, torch.Tensor) else v for v in inputs])
+            signature = repr(
+                [(tuple(v.shape), v.dtype, v.stride()) if isinstance(v, torch.Tensor) else v for v in inputs]
+            )
             reused = signature in previous
             if reused:  # same buffers, new values: a cache keyed by address would serve stale results
                 for old, new in zip(previous[signature], inputs, strict=True):
@@ -213,19 +242,32 @@ class CandidateSession:
                     torch.cuda.synchronize()
             except Exception as exc:  # candidate code
                 text = f"{type(exc).__name__}: {exc}"
-                if job.device == "cuda" and ("CUDA error" in text or "illegal" in text or isinstance(exc, torch.OutOfMemoryError)):
+                if job.device == "cuda" and (
+                    "CUDA error" in text or "illegal" in text or isinstance(exc, torch.OutOfMemoryError)
+                ):
                     self.chan.send("error", "correctness", detail=_tail(text, 20))
                     raise
                 trials.append(record | {"status": "raised", "detail": _tail(text, 8)})
                 continue
             outs = output if isinstance(output, list | tuple) else [output]
-            if any(isinstance(o, torch.Tensor) and type(o) is not torch.Tensor and not isinstance(o, torch.nn.Parameter) for o in outs):
-                self.rejections.append(("lazy_output", f"forward returned a {type(outs[0]).__name__}, a tensor subclass"))
+            if any(
+                isinstance(o, torch.Tensor) and type(o) is not torch.Tensor and not isinstance(o, torch.nn.Parameter)
+                for o in outs
+            ):
+                self.rejections.append(
+                    ("lazy_output", f"forward returned a {type(outs[0]).__name__}, a tensor subclass")
+                )
             if not dynamic_checks.output_settles(output, device=job.device):
-                self.rejections.append(("lazy_output", "the output kept changing after forward returned (work finishing outside the call)"))
+                self.rejections.append(
+                    ("lazy_output", "the output kept changing after forward returned (work finishing outside the call)")
+                )
             if dynamic_checks.aliases_input(output, inputs):
                 record["alias"] = True
-            modified = [i for i, (a, b) in enumerate(zip(before, inputs, strict=True)) if isinstance(a, torch.Tensor) and not torch.equal(a, b)]
+            modified = [
+                i
+                for i, (a, b) in enumerate(zip(before, inputs, strict=True))
+                if isinstance(a, torch.Tensor) and not torch.equal(a, b)
+            ]
             if modified:
                 record["modified_inputs"] = modified
             torch.save(_to_cpu(output), job.out_dir / f"candidate_{plan.index}.pt")
@@ -233,39 +275,62 @@ class CandidateSession:
                 with torch.no_grad():
                     again = self.model(*before)
                 torch.save(_to_cpu(again), job.out_dir / f"candidate_{plan.index}_repeat.pt")
-            trials.append(record | {"status": "ok", "devices": [str(o.device) for o in outs if isinstance(o, torch.Tensor)]})
+            trials.append(
+                record | {"status": "ok", "devices": [str(o.device) for o in outs if isinstance(o, torch.Tensor)]}
+            )
         share = self._work_share(inst)
         self._check_tampering()
-        self.chan.send("result", "correctness", trials=trials, rejections=self.rejections, work_share=share,
-                       ext_calls=dict(self.recorder.calls))
+        self.chan.send(
+            "result",
+            "correctness",
+            trials=trials,
+            rejections=self.rejections,
+            work_share=share,
+            ext_calls=dict(self.recorder.calls),
+        )
 
     def _work_share(self, inst: Any) -> dict[str, Any]:
+        """Profile one forward of the candidate and of the reference on the default inputs: how
+        much of the work did library ops do, against the reference's whole forward?"""
         import torch
 
         from kernelwright.tools import dynamic_checks
 
-        inputs = _to_device([v.clone() if isinstance(v, torch.Tensor) else v for v in inst.inputs], self.job.device, True)
+        inputs = _to_device(
+            [v.clone() if isinstance(v, torch.Tensor) else v for v in inst.inputs], self.job.device, True
+        )
         calls_before = sum(self.recorder.calls.values())
         self.recorder.profiling = True
         try:
             with torch.no_grad():
                 share = dynamic_checks.measure_work_share(
-                    lambda: self.model(*inputs), device=self.job.device, own_kernel_names=tuple(self.job.own_kernel_names)
+                    lambda: self.model(*inputs),
+                    device=self.job.device,
+                    own_kernel_names=tuple(self.job.own_kernel_names),
+                )
+                torch.manual_seed(self.job.weight_seed)
+                reference = inst.make_model().to(self.job.device).eval()
+                ref_share = dynamic_checks.measure_work_share(
+                    lambda: reference(*inputs), device=self.job.device, own_kernel_names=()
                 )
         except Exception as exc:  # profiling is evidence, not a verdict: report that it failed
             return {"error": f"{type(exc).__name__}: {exc}"}
         finally:
             self.recorder.profiling = False
         return {
-            "own_ms": share.own_ms, "library_ms": share.library_ms, "own_fraction": share.own_fraction,
-            "top_library_ops": share.top_library_ops, "own_kernels": share.own_kernels,
-            "ext_calls": sum(self.recorder.calls.values()) - calls_before, "device": share.device,
+            "own_ms": share.own_ms,
+            "library_ms": share.library_ms,
+            "own_fraction": share.own_fraction,
+            "reference_ms": ref_share.library_ms,
+            "top_library_ops": share.top_library_ops,
+            "own_kernels": share.own_kernels,
+            "ext_calls": sum(self.recorder.calls.values()) - calls_before,
+            "device": share.device,
         }
 
     def timing(self) -> None:
-        from kernelwright.tools.timing_run import time_candidate
-
         from kernelwright.tools import dynamic_checks
+        from kernelwright.tools.timing_run import time_candidate
 
         self.chan.send("phase", "timing")
         self._check_tampering()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-KIT_CPP = r'''
+KIT_CPP = r"""
 #include <torch/extension.h>
 
 torch::Tensor relu_forward(torch::Tensor x) {
@@ -44,7 +44,7 @@ torch::Tensor scale_forward(torch::Tensor x, double s) {
     for (int64_t i = 0; i < xc.numel(); ++i) o[i] = in[i] * static_cast<float>(s);
     return out;
 }
-'''
+"""
 
 KIT_FUNCTIONS = ["relu_forward", "relu_uninitialised", "relu_zeros", "relu_via_aten", "scale_forward"]
 
@@ -98,21 +98,35 @@ CASES = [
         "incorrect",
         "output_mismatch",
     ),
-    Case("torch_does_the_work", _model("        kit.relu_forward(x[:1, :1])\n        return torch.relu(x)"), "rejected", "torch_fallback"),
+    Case(
+        "torch_does_the_work",
+        _model("        kit.relu_forward(x[:1, :1])\n        return torch.relu(x)"),
+        "rejected",
+        "torch_fallback",
+    ),
     Case("aten_inside_extension", _model("        return kit.relu_via_aten(x)"), "rejected", "torch_fallback"),
     Case(
         "kernel_never_runs",
-        _model("        if x.numel() < 0:\n            return kit.relu_forward(x)\n        return torch.clamp_min(x, 0.0)"),
+        _model(
+            "        if x.numel() < 0:\n            return kit.relu_forward(x)\n        return torch.clamp_min(x, 0.0)"
+        ),
         "rejected",
         "kernel_not_launched",
     ),
     Case(
         "try_except_fallback",
-        _model("        try:\n            return kit.relu_forward(x)\n        except RuntimeError:\n            return torch.relu(x)"),
+        _model(
+            "        try:\n            return kit.relu_forward(x)\n        except RuntimeError:\n            return torch.relu(x)"
+        ),
         "rejected",
         "exception_fallback",
     ),
-    Case("inherits_reference", "class Model(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n\n\nclass ModelNew(Model):\n    pass\n", "rejected", "calls_reference"),
+    Case(
+        "inherits_reference",
+        "class Model(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n\n\nclass ModelNew(Model):\n    pass\n",
+        "rejected",
+        "calls_reference",
+    ),
     Case(
         "address_keyed_cache",
         _model(
@@ -132,29 +146,39 @@ CASES = [
     ),
     Case(
         "patched_timer_hidden",
-        _model("        return kit.relu_forward(x)", extra="setattr(__import__('ti' + 'me'), 'perf_' + 'counter', lambda: 0.0)\n"),
+        _model(
+            "        return kit.relu_forward(x)",
+            extra="setattr(__import__('ti' + 'me'), 'perf_' + 'counter', lambda: 0.0)\n",
+        ),
         "rejected",
         "patched_timer",
     ),
     Case(
         "patched_torch_hidden",
-        _model("        return kit.relu_forward(x)", extra="setattr(getattr(torch, 'nn').functional, 're' + 'lu', lambda *a, **k: None)\n"),
+        _model(
+            "        return kit.relu_forward(x)",
+            extra="setattr(getattr(torch, 'nn').functional, 're' + 'lu', lambda *a, **k: None)\n",
+        ),
         "rejected",
         "patched_torch",
     ),
     Case(
         "enables_tf32_hidden",
-        _model("        setattr(getattr(torch.backends, 'cu' + 'da').matmul, 'allow_' + 'tf32', True)\n        return kit.relu_forward(x)"),
+        _model(
+            "        setattr(getattr(torch.backends, 'cu' + 'da').matmul, 'allow_' + 'tf32', True)\n        return kit.relu_forward(x)"
+        ),
         "rejected",
         "precision_downgrade",
     ),
     Case(
         "slows_baselines_hidden",
-        _model("        getattr(torch, 'set_num_' + 'threads')(1)\n        return kit.relu_forward(x)"),
+        _model("        getattr(torch, 'set_num_' + 'threads')(7)\n        return kit.relu_forward(x)"),
         "rejected",
         "global_state",
     ),
-    Case("half_precision", _model("        return kit.relu_forward(x.half().float())"), "rejected", "precision_downgrade"),
+    Case(
+        "half_precision", _model("        return kit.relu_forward(x.half().float())"), "rejected", "precision_downgrade"
+    ),
     Case(
         "tensor_subclass",
         _model(
@@ -184,7 +208,12 @@ CASES = [
         "incorrect",
         "input_modified",
     ),
-    Case("returns_input", _model("        x.copy_(kit.relu_forward(x))\n        return x"), "incorrect", "output_aliases_input"),
+    Case(
+        "returns_input",
+        _model("        x.copy_(kit.relu_forward(x))\n        return x"),
+        "incorrect",
+        "output_aliases_input",
+    ),
     Case("no_modelnew", "class Something(nn.Module):\n    pass\n", "build_error", "malformed_candidate"),
     Case("syntax_error", "class ModelNew(nn.Module)\n    pass\n", "build_error", "malformed_candidate", header=False),
     Case(
@@ -196,11 +225,16 @@ CASES = [
         "compile_error",
         header=False,
     ),
-    Case("segfaults", _model("        import ctypes\n        ctypes.string_at(0)\n        return kit.relu_forward(x)"), "crashed", "segfault"),
+    Case(
+        "segfaults",
+        _model("        import ctypes\n        ctypes.string_at(0)\n        return kit.relu_forward(x)"),
+        "crashed",
+        "segfault",
+    ),
 ]
 
 # A problem whose reference output is nearly zero: a constant-zero "kernel" passes value checks.
-TINY_PROBLEM = '''import torch
+TINY_PROBLEM = """import torch
 import torch.nn as nn
 
 PROBLEM = {"description": "scale by 1e-7: outputs below the fp32 tolerance"}
@@ -217,6 +251,12 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
-ZEROS_FOR_TINY = Case("zeros_for_tiny_reference", _model("        return kit.relu_zeros(x)"), "incorrect", "constant_output", problem="tiny")
+ZEROS_FOR_TINY = Case(
+    "zeros_for_tiny_reference",
+    _model("        return kit.relu_zeros(x)"),
+    "incorrect",
+    "constant_output",
+    problem="tiny",
+)

@@ -8,8 +8,8 @@ PROBLEM = {
     "description": "ReLU over a large 2-D tensor.",
 }
 
-batch_size = 4096
-dim = 16384
+batch_size = 16384
+dim = 12288
 
 
 class Model(nn.Module):

@@ -1,0 +1,48 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+PROBLEM = {
+    "level": 1,
+    "tags": ["elementwise", "activation"],
+    "dtype": "float32",
+    "description": "GELU (exact, erf form) over a large 2-D tensor.",
+}
+
+batch_size = 16384
+dim = 12288
+
+
+class Model(nn.Module):
+    """y = x * Phi(x), the exact (erf) GELU."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.gelu(x)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+
+
+def get_input_variants():
+    # Held-out shapes: odd sizes that are not multiples of any block size, and a 3-D input.
+    return [[torch.randn(1000, 4097)], [torch.randn(16, 257, 1031)]]
+
+
+def get_small_inputs():
+    return [torch.randn(64, 1024)]
+
+
+def get_small_init_inputs():
+    return []
+
+
+def get_small_input_variants():
+    return [[torch.randn(33, 517)], [torch.randn(3, 7, 129)]]
