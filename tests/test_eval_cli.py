@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelwright.tools.result import SCHEMA_VERSION, EvalResult
 from kernelwright.errors import UsageError
+from kernelwright.tools.result import SCHEMA_VERSION, EvalResult
 from tests.candidates.cpu_kit import CASES, CORRECT
 
 CUDA_CANDIDATE = '''import torch
@@ -31,7 +31,9 @@ class ModelNew(nn.Module):
 
 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kernelwright", *args], capture_output=True, text=True, cwd=cwd, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "kernelwright", *args], capture_output=True, text=True, cwd=cwd, timeout=600
+    )
 
 
 @pytest.mark.slow
@@ -40,8 +42,22 @@ def test_eval_json_and_exit_codes(tmp_path: Path) -> None:
     good.write_text(CORRECT.source())
     wrong = tmp_path / "wrong.py"
     wrong.write_text(next(c for c in CASES if c.name == "uninitialised_output").source())
-    done = _run("eval", "relu", str(good), str(wrong), "--device", "cpu", "--size", "small", "--baselines", "eager",
-                "--json", "--out", str(tmp_path / "ev"), cwd=tmp_path)
+    done = _run(
+        "eval",
+        "relu",
+        str(good),
+        str(wrong),
+        "--device",
+        "cpu",
+        "--size",
+        "small",
+        "--baselines",
+        "eager",
+        "--json",
+        "--out",
+        str(tmp_path / "ev"),
+        cwd=tmp_path,
+    )
     assert done.returncode == 1, done.stderr  # one incorrect candidate: the user must look
     doc = json.loads(done.stdout)
     assert [r["verdict"] for r in doc["results"]] == ["correct", "incorrect"]

@@ -8,7 +8,16 @@ import pytest
 import torch
 
 from kernelwright.problems.model import InputConstraint, ProblemMeta
-from kernelwright.tools.fuzz import DISTRIBUTIONS, compare_outputs, draw_input, draw_inputs, is_constant, make_noncontiguous, plan_trials, TrialSpec
+from kernelwright.tools.fuzz import (
+    DISTRIBUTIONS,
+    TrialSpec,
+    compare_outputs,
+    draw_input,
+    draw_inputs,
+    is_constant,
+    make_noncontiguous,
+    plan_trials,
+)
 from kernelwright.tools.verdicts import Reason
 
 

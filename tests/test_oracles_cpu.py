@@ -26,8 +26,15 @@ def test_the_manifest_has_cpp_oracles() -> None:
 @pytest.mark.parametrize("problem_name", sorted(_BY_PROBLEM))
 def test_cpp_oracles_get_their_expected_verdicts(problem_name: str, shared_home: Path) -> None:
     entries = _BY_PROBLEM[problem_name]
-    opts = EvalOptions(device="cpu", size="small", timing=False, build_cache=shared_home / "build-cache", num_threads=1,
-                       run_timeout_s=180, build_timeout_s=400)
+    opts = EvalOptions(
+        device="cpu",
+        size="small",
+        timing=False,
+        build_cache=shared_home / "build-cache",
+        num_threads=1,
+        run_timeout_s=180,
+        build_timeout_s=400,
+    )
     results = evaluate(resolve_problem(problem_name), [e.path for e in entries], opts)
     for entry, result in zip(entries, results, strict=True):
         got = (result.verdict.value, result.reason.value if result.reason else None)

@@ -48,8 +48,14 @@ def _print_table(results: list[EvalResult], expected: dict[str, tuple[str, str |
         table.add_column("expected")
     for r in results:
         colour = {"correct": "green", "incorrect": "red", "rejected": "magenta"}.get(r.verdict.value, "yellow")
-        row = [Path(r.candidate).name, r.backend, f"[{colour}]{r.verdict.value}[/]", r.reason.value if r.reason else "-",
-               f"{r.max_abs_error:.2e}" if r.max_abs_error is not None else "-", _fmt_ms(r, "candidate")]
+        row = [
+            Path(r.candidate).name,
+            r.backend,
+            f"[{colour}]{r.verdict.value}[/]",
+            r.reason.value if r.reason else "-",
+            f"{r.max_abs_error:.2e}" if r.max_abs_error is not None else "-",
+            _fmt_ms(r, "candidate"),
+        ]
         for name in baselines:
             s = r.speedups.get(name)
             row.append(f"{s.ratio:.2f}x [{s.ci_low:.2f}, {s.ci_high:.2f}]" if s else "-")
@@ -71,15 +77,38 @@ def register(app: typer.Typer) -> None:
     def eval_command(
         ctx: typer.Context,
         reference: Annotated[str, typer.Argument(help="A problem name (see `problems list`) or problem file.")],
-        candidates: Annotated[Optional[list[Path]], typer.Argument(help="KernelBench-style solution files (class ModelNew).")] = None,
-        bundled: Annotated[bool, typer.Option("--bundled", help="Evaluate the problem's bundled oracle solutions and compare with their expected verdicts.")] = False,
-        device: Annotated[Optional[str], typer.Option("--device", help="cuda or cpu (default: cuda when a GPU is visible).")] = None,
-        size: Annotated[str, typer.Option("--size", help="Input size: default, or small (quick CPU runs).")] = "default",
-        trials: Annotated[int, typer.Option("--trials", min=1, help="Correctness trials on the default shapes (plus one per shape variant and a strided one); at least 5 run.")] = 5,
-        baselines: Annotated[str, typer.Option("--baselines", help="Comma-separated: eager, compile, compile-max-autotune.")] = "eager,compile",
+        candidates: Annotated[
+            Optional[list[Path]], typer.Argument(help="KernelBench-style solution files (class ModelNew).")
+        ] = None,
+        bundled: Annotated[
+            bool,
+            typer.Option(
+                "--bundled",
+                help="Evaluate the problem's bundled oracle solutions and compare with their expected verdicts.",
+            ),
+        ] = False,
+        device: Annotated[
+            Optional[str], typer.Option("--device", help="cuda or cpu (default: cuda when a GPU is visible).")
+        ] = None,
+        size: Annotated[
+            str, typer.Option("--size", help="Input size: default, or small (quick CPU runs).")
+        ] = "default",
+        trials: Annotated[
+            int,
+            typer.Option(
+                "--trials",
+                min=1,
+                help="Correctness trials on the default shapes (plus one per shape variant and a strided one); at least 5 run.",
+            ),
+        ] = 5,
+        baselines: Annotated[
+            str, typer.Option("--baselines", help="Comma-separated: eager, compile, compile-max-autotune.")
+        ] = "eager,compile",
         no_timing: Annotated[bool, typer.Option("--no-timing", help="Check correctness only.")] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
-        out_dir: Annotated[Optional[Path], typer.Option("--out", help="Write an evidence folder per candidate here.")] = None,
+        out_dir: Annotated[
+            Optional[Path], typer.Option("--out", help="Write an evidence folder per candidate here.")
+        ] = None,
     ) -> int:
         """Evaluate candidate kernels against a problem's PyTorch reference: build each in its own
         process, fuzz it for correctness, reject reward hacks, and time it against the baselines."""
@@ -95,7 +124,9 @@ def register(app: typer.Typer) -> None:
         if chosen not in ("cuda", "cpu"):
             raise UsageError(f"--device must be 'cuda' or 'cpu', not {chosen!r}")
         if chosen == "cuda" and not torch.cuda.is_available():
-            raise EnvironmentProblem("--device cuda, but no CUDA GPU is visible", hint="use --device cpu with a C++ candidate")
+            raise EnvironmentProblem(
+                "--device cuda, but no CUDA GPU is visible", hint="use --device cpu with a C++ candidate"
+            )
         problem = resolve_problem(reference)
         paths = list(candidates or [])
         expected: dict[str, tuple[str, str | None]] = {}
@@ -105,7 +136,9 @@ def register(app: typer.Typer) -> None:
                     paths.append(entry.path)
                     expected[str(entry.path)] = (entry.expected, entry.reason)
         if not paths:
-            raise UsageError("no candidate given", hint="name candidate files, or --bundled for the problem's oracle solutions")
+            raise UsageError(
+                "no candidate given", hint="name candidate files, or --bundled for the problem's oracle solutions"
+            )
         for path in paths:
             if not path.is_file():
                 raise UsageError(f"candidate file {path} does not exist")
@@ -113,21 +146,33 @@ def register(app: typer.Typer) -> None:
             if backend in ("cuda", "triton") and chosen == "cpu":
                 raise EnvironmentProblem(f"{path} is a {backend} candidate and needs a GPU, but the device is cpu")
         opts = EvalOptions(
-            device=chosen, size=size, trials=trials, baselines=_parse_baselines(baselines), timing=not no_timing,
-            build_timeout_s=settings.build_timeout_s, run_timeout_s=settings.run_timeout_s, build_jobs=settings.build_jobs,
+            device=chosen,
+            size=size,
+            trials=trials,
+            baselines=_parse_baselines(baselines),
+            timing=not no_timing,
+            build_timeout_s=settings.build_timeout_s,
+            run_timeout_s=settings.run_timeout_s,
+            build_jobs=settings.build_jobs,
             num_threads=torch.get_num_threads() if chosen == "cpu" else None,
             build_cache=settings.build_cache_dir or settings.home / "build-cache",
-            inductor_cache=settings.inductor_cache_dir, out_dir=out_dir,
+            inductor_cache=settings.inductor_cache_dir,
+            out_dir=out_dir,
         )
         results = evaluate(problem, paths, opts)
         if as_json:
-            doc = {"problem": problem.qualified, "results": [r.model_dump(mode="json") for r in results]}
+            doc: dict[str, object] = {
+                "problem": problem.qualified,
+                "results": [r.model_dump(mode="json") for r in results],
+            }
             if expected:
                 doc["expected"] = {k: {"verdict": v[0], "reason": v[1]} for k, v in expected.items()}
             typer.echo(json.dumps(doc, indent=2))
         else:
             _print_table(results, expected)
         if expected:
-            mismatched = [r for r in results if str(r.candidate) in expected and expected[str(r.candidate)][0] != r.verdict.value]
+            mismatched = [
+                r for r in results if str(r.candidate) in expected and expected[str(r.candidate)][0] != r.verdict.value
+            ]
             return ExitCode.NEEDS_ATTENTION if mismatched else ExitCode.OK
         return worst([r.exit_code for r in results])

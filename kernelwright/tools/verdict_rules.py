@@ -106,7 +106,7 @@ def judge_correctness(
         else:
             expected = expected_outputs[index]
             got = _load(out_dir / f"candidate_{index}.pt")
-            cmp = compare_outputs(expected, got, atol, rtol)
+            cmp = compare_outputs(expected, got, atol, rtol, ref.get("roundoff"))
             trial.passed, trial.reason, trial.detail = cmp.passed, cmp.reason, cmp.detail
             trial.max_abs_error, trial.max_rel_error, trial.mismatch_fraction = (
                 cmp.max_abs_error,
@@ -118,7 +118,7 @@ def judge_correctness(
             varying_reference += not is_constant(expected)
             repeat = out_dir / f"candidate_{index}_repeat.pt"
             if cmp.passed and repeat.exists():
-                again = compare_outputs(got, _load(repeat), atol, rtol)
+                again = compare_outputs(got, _load(repeat), atol, rtol, ref.get("roundoff"))
                 if not again.passed:
                     trial.passed, trial.reason = False, Reason.NONDETERMINISTIC
                     trial.detail = f"two runs on the same inputs differ: {again.detail}"

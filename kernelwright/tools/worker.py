@@ -92,7 +92,7 @@ def run_reference(job: WorkerJob, chan: Channel) -> None:
     import torch
 
     from kernelwright.problems import load_problem_file, materialize
-    from kernelwright.tools.fuzz import TrialSpec, draw_inputs
+    from kernelwright.tools.fuzz import TrialSpec, draw_inputs, roundoff_of
 
     chan.send("phase", "reference")
     _disable_tf32()
@@ -109,10 +109,13 @@ def run_reference(job: WorkerJob, chan: Channel) -> None:
         torch.save(contiguous_inputs, job.data_dir / f"inputs_{plan.index}.pt")
         record: dict[str, Any] = {"index": plan.index, "shapes": _shapes(contiguous_inputs)}
         try:
+            device_inputs = _to_device(contiguous_inputs, job.device, plan.contiguous)
             with torch.no_grad():
-                output = model(*_to_device(contiguous_inputs, job.device, plan.contiguous))
+                output = model(*device_inputs)
             if job.device == "cuda":
                 torch.cuda.synchronize()
+            if problem.meta.dtype == "float32":
+                record["roundoff"] = roundoff_of(model, device_inputs, output)
         except Exception as exc:  # the reference may not accept strided inputs: skip that trial
             if plan.contiguous:
                 raise

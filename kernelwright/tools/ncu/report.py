@@ -26,11 +26,15 @@ for _base, _prefixes in (
     ("second", {"n": 1.0, "u": 1e3, "m": 1e6, "": 1e9}),
     ("byte", {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}),
     ("byte/second", {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}),
+    ("byte/block", {"": 1.0, "K": 1e3, "M": 1e6}),
 ):
     for _prefix, _factor in _prefixes.items():
         target = "nsecond" if _base == "second" else _base
         _SCALES[f"{_prefix}{_base}"] = (target, _factor)
-_SCALES["byte/s"] = ("byte/second", 1.0)
+for _short, _factor in (("ns", 1.0), ("us", 1e3), ("ms", 1e6), ("s", 1e9)):
+    _SCALES[_short] = ("nsecond", _factor)  # the CSV export's short time units
+for _prefix, _factor in (("", 1.0), ("K", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12)):
+    _SCALES[f"{_prefix}byte/s"] = ("byte/second", _factor)
 
 
 def normalize(value: MetricScalar, unit: str) -> tuple[MetricScalar, str]:
@@ -190,7 +194,9 @@ def _from_ncu_report(path: Path) -> NcuReport:
                 metric = action.metric_by_name(name)
                 if metric is None:
                     continue
-                value, unit = normalize(_metric_value(metric), metric.unit() or "")
+                raw = _metric_value(metric)
+                # ncu_report 2025.3 can crash in unit() on a metric without a value: ask only for numbers.
+                value, unit = normalize(raw, metric.unit() or "") if isinstance(raw, float) else (raw, "")
                 metrics[name] = Metric(value=value, unit=unit)
             launch_id = metrics.get("ID")
             kernels.append(

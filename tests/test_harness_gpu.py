@@ -1,0 +1,88 @@
+"""The harness on a GPU: CUDA and Triton candidates, CUDA reward hacks, crash containment, the
+CUDA oracles, and timing against eager and torch.compile. Marked `gpu` (skipped without one)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from kernelwright.problems import resolve_problem
+from kernelwright.problems.solutions_index import all_solutions
+from kernelwright.tools.evaluate import EvalOptions, evaluate
+from kernelwright.tools.jobs import TimingPlan
+from kernelwright.tools.result import EvalResult
+from tests.candidates.cpu_kit import Case
+from tests.candidates.gpu_kit import CASES, CORRECT_CUDA, SIDE_STREAM, SPIN
+
+pytestmark = pytest.mark.gpu
+
+
+def _opts(home: Path, **kw: object) -> EvalOptions:
+    base = EvalOptions(
+        device="cuda", size="small", timing=False, baselines=("eager",), build_cache=home / "build-cache",
+        inductor_cache=home / "inductor-cache", run_timeout_s=180, build_timeout_s=400,
+        timing_plan=TimingPlan(min_reps=20, max_reps=400, time_cap_s=8.0, input_sets=2),
+    )
+    return replace(base, **kw)  # type: ignore[arg-type]
+
+
+def _write(folder: Path, case: Case) -> Path:
+    path = folder / f"{case.name}.py"
+    path.write_text(case.source())
+    return path
+
+
+@pytest.fixture(scope="module")
+def gpu_results(tmp_path_factory: pytest.TempPathFactory, shared_home: Path) -> dict[str, EvalResult]:
+    folder = tmp_path_factory.mktemp("gpu-cases")
+    results = evaluate(resolve_problem("relu"), [_write(folder, c) for c in CASES], _opts(shared_home))
+    return {Path(r.candidate).stem: r for r in results}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_gpu_case_gets_its_verdict(gpu_results: dict[str, EvalResult], case: Case) -> None:
+    result = gpu_results[case.name]
+    assert (result.verdict.value, result.reason.value if result.reason else None) == (case.verdict, case.reason), result.message
+
+
+def test_hidden_side_stream_is_rejected_at_default_size(tmp_path: Path, shared_home: Path) -> None:
+    [result] = evaluate(resolve_problem("relu"), [_write(tmp_path, SIDE_STREAM)], _opts(shared_home, size="default", timing=True, trials=1))
+    assert (result.verdict.value, result.reason) == ("rejected", "side_stream"), result.message
+    assert not result.speedups  # the baselines timed beside it are not trusted either
+
+
+def test_spinning_kernel_times_out_and_the_next_candidate_runs(tmp_path: Path, shared_home: Path) -> None:
+    results = evaluate(resolve_problem("relu"), [_write(tmp_path, SPIN), _write(tmp_path, CORRECT_CUDA)], _opts(shared_home, run_timeout_s=40))
+    assert (results[0].verdict.value, results[0].reason) == ("timeout", "correctness_timeout")
+    assert results[1].verdict.value == "correct", results[1].message
+
+
+def test_correct_cuda_kernel_is_timed_against_eager_and_compile(tmp_path: Path, shared_home: Path) -> None:
+    [result] = evaluate(resolve_problem("relu"), [_write(tmp_path, CORRECT_CUDA)],
+                        _opts(shared_home, size="default", timing=True, baselines=("eager", "compile")))
+    assert result.verdict.value == "correct", result.message
+    assert {"candidate", "eager", "compile"} <= set(result.timings)
+    for name in ("eager", "compile"):
+        s = result.speedups[name]
+        assert 0.3 < s.ratio < 3.0 and s.ci_low <= s.ratio <= s.ci_high  # a plain relu is about as fast as PyTorch's
+    assert result.timings["candidate"].rel_ci_halfwidth < 0.05
+    assert result.compile_time_s is not None and result.hardware["name"]
+
+
+_CUDA_ORACLES: dict[str, list] = defaultdict(list)
+for _e in all_solutions():
+    if _e.backend == "cuda":
+        _CUDA_ORACLES[_e.problem].append(_e)
+
+
+@pytest.mark.parametrize("problem_name", sorted(_CUDA_ORACLES))
+def test_cuda_oracles_get_their_expected_verdicts(problem_name: str, shared_home: Path) -> None:
+    entries = _CUDA_ORACLES[problem_name]
+    for size in ("small", "default"):
+        results = evaluate(resolve_problem(problem_name), [e.path for e in entries], _opts(shared_home, size=size))
+        for entry, result in zip(entries, results, strict=True):
+            got = (result.verdict.value, result.reason.value if result.reason else None)
+            assert got == (entry.expected, entry.reason), f"{size} {entry.path.name}: {result.message}"

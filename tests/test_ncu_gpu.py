@@ -1,0 +1,107 @@
+"""Profiling on a real GPU with ncu (marked gpu: skipped on machines without one)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelwright.tools.ncu import (
+    Bottleneck,
+    NcuOptions,
+    build_digest,
+    load_report,
+    profile_problem,
+    run_ncu,
+)
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(shutil.which("ncu") is None, reason="needs ncu on PATH")]
+CANDIDATE = Path(__file__).parent / "data" / "ncu" / "src" / "relu_candidate.py"
+
+_COPY = """
+import torch
+x = torch.randn(64 * 1024 * 1024, device='cuda'); y = torch.empty_like(x)
+for _ in range(3): y.copy_(x)
+torch.cuda.synchronize(); torch.cuda.profiler.start(); y.copy_(x); torch.cuda.synchronize(); torch.cuda.profiler.stop()
+"""
+_GEMM = """
+import torch
+a = torch.randn(8192, 8192, device='cuda', dtype=torch.bfloat16); b = torch.randn_like(a)
+for _ in range(2): torch.matmul(a, b)
+torch.cuda.synchronize(); torch.cuda.profiler.start(); torch.matmul(a, b); torch.cuda.synchronize()
+torch.cuda.profiler.stop()
+"""
+
+
+def _assert_sane(digest) -> None:  # type: ignore[no-untyped-def]
+    assert digest is not None
+    assert digest.duration_us is not None and digest.duration_us > 0
+    for value in (digest.sol_sm_pct, digest.sol_memory_pct):
+        assert value is not None and 0 <= value <= 100
+    assert len(digest.to_text().encode()) < 2048
+
+
+def test_profile_cuda_candidate(tmp_path: Path) -> None:
+    result = profile_problem("1_relu", CANDIDATE, report_path=tmp_path / "cand.ncu-rep", timeout_s=300)
+    assert result.ok, result.one_line() + result.stderr_tail
+    report = load_report(result.report_path)  # type: ignore[arg-type]
+    digest = build_digest(report, kernel_regex="kw_relu")
+    _assert_sane(digest)
+    assert digest is not None
+    from kernelwright.problems import import_module, resolve_problem
+
+    module = import_module(resolve_problem("1_relu"))
+    n = module.batch_size * module.dim
+    assert digest.block == (256, 1, 1)
+    assert digest.grid == ((n + 255) // 256, 1, 1)
+    assert digest.classification.kind is Bottleneck.MEMORY_BOUND
+
+
+def test_profile_pytorch_op(tmp_path: Path) -> None:
+    result = profile_problem("1_relu", report_path=tmp_path / "ref.ncu-rep", size="small", timeout_s=120)
+    assert result.ok, result.one_line() + result.stderr_tail
+    digest = build_digest(load_report(result.report_path))  # type: ignore[arg-type]
+    _assert_sane(digest)
+    assert digest is not None and digest.registers_per_thread is not None
+
+
+def test_copy_is_memory_bound(tmp_path: Path) -> None:
+    opts = NcuOptions(profile_from_start=False, launch_count=1)
+    result = run_ncu([sys.executable, "-c", _COPY], tmp_path / "copy.ncu-rep", opts, timeout_s=120)
+    assert result.ok, result.one_line() + result.stderr_tail
+    digest = build_digest(load_report(result.report_path))  # type: ignore[arg-type]
+    _assert_sane(digest)
+    assert digest is not None and digest.classification.kind is Bottleneck.MEMORY_BOUND, digest.to_text()
+
+
+def test_bf16_gemm_is_compute_bound(tmp_path: Path) -> None:
+    opts = NcuOptions(profile_from_start=False, launch_count=1)
+    result = run_ncu([sys.executable, "-c", _GEMM], tmp_path / "gemm.ncu-rep", opts, timeout_s=240)
+    assert result.ok, result.one_line() + result.stderr_tail
+    digest = build_digest(load_report(result.report_path))  # type: ignore[arg-type]
+    _assert_sane(digest)
+    assert digest is not None and digest.classification.kind is Bottleneck.COMPUTE_BOUND, digest.to_text()
+
+
+def test_sweep_over_input_sets(tmp_path: Path) -> None:
+    from kernelwright.tools.ncu import SweepSpec, run_sweep
+
+    result = run_sweep(SweepSpec(problem="1_relu", size="small", runs=3), work_dir=tmp_path, timeout_s=240)
+    assert result.ok, result.message + result.stderr_tail
+    assert {p.input_set for p in result.points} == {0, 1, 2}
+    assert all(p.mean and p.mean > 0 for p in result.points)
+
+
+def test_cli_profile_and_doctor(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from kernelwright.cli import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["profile", "1_relu", "--size", "small", "--out", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "reference.ncu-rep").exists()
+    res = runner.invoke(app, ["doctor"])
+    assert "ncu counters" in res.output and res.exit_code == 0, res.output
