@@ -81,8 +81,7 @@ for _e in all_solutions():
 @pytest.mark.parametrize("problem_name", sorted(_CUDA_ORACLES))
 def test_cuda_oracles_get_their_expected_verdicts(problem_name: str, shared_home: Path) -> None:
     entries = _CUDA_ORACLES[problem_name]
-    for size in ("small", "default"):
-        results = evaluate(resolve_problem(problem_name), [e.path for e in entries], _opts(shared_home, size=size))
-        for entry, result in zip(entries, results, strict=True):
-            got = (result.verdict.value, result.reason.value if result.reason else None)
-            assert got == (entry.expected, entry.reason), f"{size} {entry.path.name}: {result.message}"
+    results = evaluate(resolve_problem(problem_name), [e.path for e in entries], _opts(shared_home))
+    for entry, result in zip(entries, results, strict=True):
+        got = (result.verdict.value, result.reason.value if result.reason else None)
+        assert got == (entry.expected, entry.reason), f"{entry.path.name}: {result.message}"

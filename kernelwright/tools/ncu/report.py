@@ -6,6 +6,9 @@ missing, `ncu --import FILE --csv` output is parsed instead (see `csv_fallback`)
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import logging
 import re
 from pathlib import Path
@@ -214,6 +217,23 @@ def _from_ncu_report(path: Path) -> NcuReport:
     return NcuReport(path=str(path), source="ncu_report", kernels=kernels)
 
 
+def _from_ncu_report_isolated(path: Path) -> NcuReport | None:
+    """Read the report with `ncu_report` in a child process: some ncu_report versions segfault on
+    some metrics (seen with 2025.3.1), which must not take the caller down. None if it failed."""
+    try:
+        done = subprocess.run([sys.executable, "-m", "kernelwright.tools.ncu.report", str(path)],
+                              capture_output=True, text=True, timeout=300, check=False)
+    except subprocess.TimeoutExpired:
+        log.warning("reading %s with ncu_report timed out", path)
+        return None
+    if done.returncode == 2:  # a clean, explained failure (unreadable file): the child said why
+        raise UsageError(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"cannot read {path}")
+    if done.returncode != 0:
+        log.warning("ncu_report failed reading %s (exit %s); falling back to `ncu --import`", path, done.returncode)
+        return None
+    return NcuReport.model_validate_json(done.stdout)
+
+
 def ncu_report_available() -> bool:
     try:
         import ncu_report  # noqa: F401
@@ -230,9 +250,21 @@ def load_report(path: Path | str, *, prefer: Literal["auto", "ncu_report", "csv"
     if not path.is_file():
         raise UsageError(f"no such report: {path}")
     if prefer in ("auto", "ncu_report") and ncu_report_available():
-        return _from_ncu_report(path)
+        loaded = _from_ncu_report_isolated(path)
+        if loaded is not None:
+            return loaded
+        if prefer == "ncu_report":
+            raise EnvironmentProblem(f"the ncu_report module crashed reading {path}", hint="try --prefer csv (needs ncu)")
     if prefer == "ncu_report":
         raise EnvironmentProblem("the ncu_report module is not installed", hint="pip install ncu-report")
     from kernelwright.tools.ncu.csv_fallback import load_via_ncu_import
 
     return load_via_ncu_import(path)
+
+
+if __name__ == "__main__":  # the isolated reader: `python -m kernelwright.tools.ncu.report FILE`
+    try:
+        print(_from_ncu_report(Path(sys.argv[1])).model_dump_json())
+    except UsageError as exc:
+        print(exc.message, file=sys.stderr)
+        sys.exit(2)
