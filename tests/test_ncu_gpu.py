@@ -54,8 +54,8 @@ def test_profile_cuda_candidate(tmp_path: Path) -> None:
 
     module = import_module(resolve_problem("1_relu"))
     n = module.batch_size * module.dim
-    assert digest.block == (256, 1, 1)
-    assert digest.grid == ((n + 255) // 256, 1, 1)
+    assert digest.block == (256, 1, 1), digest.block
+    assert digest.grid == ((n + 255) // 256, 1, 1), (digest.grid, n, report.source)
     assert digest.classification.kind is Bottleneck.MEMORY_BOUND
 
 

@@ -247,9 +247,20 @@ def _write_evidence(out_dir: Path, path: Path, source: str, result: EvalResult, 
         shutil.copy(log_file, folder / "build-and-run.log")
 
 
+def _scratch_root() -> str | None:
+    """Trial tensors go through files: use RAM-backed /dev/shm when it has room (GB-sized inputs)."""
+    shm = Path("/dev/shm")
+    try:
+        if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 16 << 30:
+            return str(shm)
+    except OSError:
+        pass
+    return None
+
+
 def evaluate(problem: Problem, candidates: list[Path], opts: EvalOptions) -> list[EvalResult]:
     """Evaluate each candidate against the problem; one EvalResult per candidate, in order."""
-    with tempfile.TemporaryDirectory(prefix="kw-eval-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="kw-eval-", dir=_scratch_root()) as tmp:
         work = Path(tmp)
         ctx = _Context(problem, opts, work, work / "data", _make_trials(problem, opts, opts.base_seed))
         sources = [p.read_text() for p in candidates]

@@ -91,7 +91,8 @@ CASES = [
         "reads_reference_files",
         _model(
             "        import glob, os, tempfile\n"
-            "        hits = sorted(glob.glob(os.path.join(tempfile.gettempdir(), 'kw-eval-*', '**', 'reference_*.pt'), recursive=True))\n"
+            "        roots = [tempfile.gettempdir(), '/dev/shm']\n"
+            "        hits = sorted(h for r in roots for h in glob.glob(os.path.join(r, 'kw-eval-*', '**', 'reference_*.pt'), recursive=True))\n"
             "        kit.relu_forward(x[:1])\n"
             "        return torch.load(hits[0]) if hits else torch.empty_like(x)"
         ),
