@@ -56,7 +56,8 @@ def test_hidden_side_stream_is_rejected_at_default_size(tmp_path: Path, shared_h
 
 def test_spinning_kernel_times_out_and_the_next_candidate_runs(tmp_path: Path, shared_home: Path) -> None:
     results = evaluate(resolve_problem("relu"), [_write(tmp_path, SPIN), _write(tmp_path, CORRECT_CUDA)], _opts(shared_home, run_timeout_s=40))
-    assert (results[0].verdict.value, results[0].reason) == ("timeout", "correctness_timeout")
+    # Our timeout, or (where the driver runs a watchdog) the GPU aborting the kernel: contained either way.
+    assert (results[0].verdict.value, results[0].reason) in {("timeout", "correctness_timeout"), ("crashed", "launch_failure")}, results[0].message
     assert results[1].verdict.value == "correct", results[1].message
 
 

@@ -92,7 +92,7 @@ def make_noncontiguous(x: Any) -> Any:
     """The same values in a strided view (every other element of a wider buffer)."""
     if not isinstance(x, torch.Tensor) or x.dim() == 0 or not x.dtype.is_floating_point:
         return x
-    wide = torch.zeros((*x.shape[:-1], x.shape[-1] * 2), dtype=x.dtype)
+    wide = torch.zeros((*x.shape[:-1], x.shape[-1] * 2), dtype=x.dtype, device=x.device)
     view = wide[..., ::2]
     view.copy_(x)
     return view

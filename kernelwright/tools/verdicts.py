@@ -70,6 +70,7 @@ class Reason(StrEnum):
     SEGFAULT = "segfault"
     ILLEGAL_MEMORY_ACCESS = "illegal_memory_access"
     ABORT = "abort"
+    LAUNCH_FAILURE = "launch_failure"  # the GPU aborted a kernel (a fault, or the driver's watchdog)
     OUT_OF_MEMORY = "out_of_memory"
     PROCESS_DIED = "process_died"
     BUILD_TIMEOUT = "build_timeout"
