@@ -235,8 +235,8 @@ def measure_work_share(
     if device == "cuda":
         own = set(own_kernel_names)
         for ev in prof.events():
-            if getattr(ev, "device_type", None) != torch.autograd.DeviceType.CUDA:
-                continue
+            if getattr(ev, "device_type", None) != torch.autograd.DeviceType.CUDA or ev.name.startswith(REGION_PREFIX):
+                continue  # only kernels: our own record_function regions are mirrored on the GPU timeline
             ms = ev.device_time_total / 1e3 if hasattr(ev, "device_time_total") else ev.cuda_time_total / 1e3
             if any(name and name in ev.name for name in own):
                 share.own_ms += ms

@@ -20,9 +20,8 @@ __global__ void wild_write_kernel(float* y, int64_t n) {
 }
 
 __global__ void spin_kernel(float* y, int64_t n) {
-    volatile int forever = 1;
-    while (forever) { }
-    if (threadIdx.x == 0) y[0] = 0.f;
+    // A loop with a side effect on every pass, so the compiler cannot assume it terminates.
+    while (true) { atomicAdd(y, 1.f); }
 }
 
 torch::Tensor relu_forward(torch::Tensor x) {
