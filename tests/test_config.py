@@ -15,7 +15,10 @@ def test_locations_derive_from_home(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     s = load_settings()
     assert s.home == tmp_path / "h"
     assert (s.build_cache_dir, s.inductor_cache_dir, s.memory_db) == (
-        tmp_path / "h" / "build-cache", tmp_path / "h" / "inductor-cache", tmp_path / "h" / "memory.sqlite")
+        tmp_path / "h" / "build-cache",
+        tmp_path / "h" / "inductor-cache",
+        tmp_path / "h" / "memory.sqlite",
+    )
 
 
 def test_precedence_file_then_env_then_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -32,7 +35,7 @@ def test_precedence_file_then_env_then_flags(tmp_path: Path, monkeypatch: pytest
 
 def test_explicit_and_env_config_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     named = tmp_path / "named.toml"
-    named.write_text('[kernelwright]\nrun_timeout_s = 12.5\n')
+    named.write_text("[kernelwright]\nrun_timeout_s = 12.5\n")
     assert load_settings(named).run_timeout_s == 12.5
     monkeypatch.setenv("KERNELWRIGHT_CONFIG", str(named))
     assert load_settings().run_timeout_s == 12.5
@@ -40,8 +43,15 @@ def test_explicit_and_env_config_files(tmp_path: Path, monkeypatch: pytest.Monke
         load_settings(tmp_path / "missing.toml")
 
 
-@pytest.mark.parametrize(("text", "message"), [('device = "tpu"', "device"), ("build_jobs = -1", "build_jobs"),
-                                               ("colour = 1", "colour"), ("device = ", "cannot read")])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('device = "tpu"', "device"),
+        ("build_jobs = -1", "build_jobs"),
+        ("colour = 1", "colour"),
+        ("device = ", "cannot read"),
+    ],
+)
 def test_bad_values_are_usage_errors_naming_the_field(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "bad.toml"
     path.write_text(text + "\n")

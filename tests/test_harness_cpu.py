@@ -126,7 +126,14 @@ def test_suspicious_speedup_is_reverified_and_a_process_dependent_kernel_fails(
 
 
 def test_infinite_loop_times_out_and_the_next_candidate_still_runs(tmp_path: Path, shared_home: Path) -> None:
-    hang = Case("hangs", _model("        out = kit.relu_forward(x)\n        while out.numel() > 0:\n            pass\n        return out"), "timeout", "correctness_timeout")
+    hang = Case(
+        "hangs",
+        _model(
+            "        out = kit.relu_forward(x)\n        while out.numel() > 0:\n            pass\n        return out"
+        ),
+        "timeout",
+        "correctness_timeout",
+    )
     paths = [_write(tmp_path, hang), _write(tmp_path, CORRECT)]
     results = evaluate(resolve_problem("relu"), paths, _opts(shared_home, run_timeout_s=15))
     assert (results[0].verdict.value, results[0].reason) == ("timeout", "correctness_timeout")

@@ -22,8 +22,14 @@ pytestmark = pytest.mark.gpu
 
 def _opts(home: Path, **kw: object) -> EvalOptions:
     base = EvalOptions(
-        device="cuda", size="small", timing=False, baselines=("eager",), build_cache=home / "build-cache",
-        inductor_cache=home / "inductor-cache", run_timeout_s=180, build_timeout_s=400,
+        device="cuda",
+        size="small",
+        timing=False,
+        baselines=("eager",),
+        build_cache=home / "build-cache",
+        inductor_cache=home / "inductor-cache",
+        run_timeout_s=180,
+        build_timeout_s=400,
         timing_plan=TimingPlan(min_reps=20, max_reps=400, time_cap_s=8.0, input_sets=2),
     )
     return replace(base, **kw)  # type: ignore[arg-type]
@@ -45,25 +51,41 @@ def gpu_results(tmp_path_factory: pytest.TempPathFactory, shared_home: Path) -> 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_gpu_case_gets_its_verdict(gpu_results: dict[str, EvalResult], case: Case) -> None:
     result = gpu_results[case.name]
-    assert (result.verdict.value, result.reason.value if result.reason else None) == (case.verdict, case.reason), result.message
+    assert (result.verdict.value, result.reason.value if result.reason else None) == (case.verdict, case.reason), (
+        result.message
+    )
 
 
 def test_hidden_side_stream_is_rejected_at_default_size(tmp_path: Path, shared_home: Path) -> None:
-    [result] = evaluate(resolve_problem("relu"), [_write(tmp_path, SIDE_STREAM)], _opts(shared_home, size="default", timing=True, trials=1))
+    [result] = evaluate(
+        resolve_problem("relu"),
+        [_write(tmp_path, SIDE_STREAM)],
+        _opts(shared_home, size="default", timing=True, trials=1),
+    )
     assert (result.verdict.value, result.reason) == ("rejected", "side_stream"), result.message
     assert not result.speedups  # the baselines timed beside it are not trusted either
 
 
 def test_spinning_kernel_times_out_and_the_next_candidate_runs(tmp_path: Path, shared_home: Path) -> None:
-    results = evaluate(resolve_problem("relu"), [_write(tmp_path, SPIN), _write(tmp_path, CORRECT_CUDA)], _opts(shared_home, run_timeout_s=40))
+    results = evaluate(
+        resolve_problem("relu"),
+        [_write(tmp_path, SPIN), _write(tmp_path, CORRECT_CUDA)],
+        _opts(shared_home, run_timeout_s=40),
+    )
     # Our timeout, or (where the driver runs a watchdog) the GPU aborting the kernel: contained either way.
-    assert (results[0].verdict.value, results[0].reason) in {("timeout", "correctness_timeout"), ("crashed", "launch_failure")}, results[0].message
+    assert (results[0].verdict.value, results[0].reason) in {
+        ("timeout", "correctness_timeout"),
+        ("crashed", "launch_failure"),
+    }, results[0].message
     assert results[1].verdict.value == "correct", results[1].message
 
 
 def test_correct_cuda_kernel_is_timed_against_eager_and_compile(tmp_path: Path, shared_home: Path) -> None:
-    [result] = evaluate(resolve_problem("relu"), [_write(tmp_path, CORRECT_CUDA)],
-                        _opts(shared_home, size="default", timing=True, baselines=("eager", "compile")))
+    [result] = evaluate(
+        resolve_problem("relu"),
+        [_write(tmp_path, CORRECT_CUDA)],
+        _opts(shared_home, size="default", timing=True, baselines=("eager", "compile")),
+    )
     assert result.verdict.value == "correct", result.message
     assert {"candidate", "eager", "compile"} <= set(result.timings)
     for name in ("eager", "compile"):

@@ -46,7 +46,12 @@ def _write(folder: Path, name: str, text: str) -> Path:
 def test_a_kernelbench_style_file_loads_with_name_id_level_and_meta(tmp_path: Path) -> None:
     path = _write(tmp_path, "level2/17_Gather_Scale.py", GOOD)
     problem = load_problem_file(path)
-    assert (problem.name, problem.id, problem.level, problem.qualified) == ("Gather_Scale", 17, 2, "level2/17_Gather_Scale")
+    assert (problem.name, problem.id, problem.level, problem.qualified) == (
+        "Gather_Scale",
+        17,
+        2,
+        "level2/17_Gather_Scale",
+    )
     assert problem.meta.tags == ["demo"] and problem.meta.constraint(1)[1] == 10
     assert len(problem.sha256) == 64 and not problem.has_small
     inst = materialize(problem)
@@ -62,7 +67,10 @@ def test_a_kernelbench_style_file_loads_with_name_id_level_and_meta(tmp_path: Pa
         ("import torch.nn as nn\nclass Model(nn.Module):\n    pass\n", r"no top-level `def get_inputs\(\)`"),
         (GOOD.replace('"level": 2', '"level": 9'), "bad PROBLEM dict"),
         (GOOD.replace('"indices:10"', '"sorted"'), "unknown input constraint"),
-        ("import torch.nn as nn\nPROBLEM = dict(level=1)\nclass Model(nn.Module):\n    pass\ndef get_inputs():\n    return []\n", "literal dict"),
+        (
+            "import torch.nn as nn\nPROBLEM = dict(level=1)\nclass Model(nn.Module):\n    pass\ndef get_inputs():\n    return []\n",
+            "literal dict",
+        ),
     ],
 )
 def test_static_faults_are_named(tmp_path: Path, text: str, message: str) -> None:
@@ -75,11 +83,23 @@ def test_static_faults_are_named(tmp_path: Path, text: str, message: str) -> Non
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        (GOOD.replace("import torch\n", "import torch\nimport no_such_module_kw\n"), "importing failed: ModuleNotFoundError"),
+        (
+            GOOD.replace("import torch\n", "import torch\nimport no_such_module_kw\n"),
+            "importing failed: ModuleNotFoundError",
+        ),
         (GOOD.replace("return [torch.randn(10, 4), torch.randint(0, 10, (5,))]", "return 'x'"), "must return a list"),
-        (GOOD.replace("return [torch.randn(10, 4), torch.randint(0, 10, (5,))]", "return [1, 2]"), "returned no tensors"),
-        (GOOD.replace("return [torch.randn(10, 4), torch.randint(0, 10, (5,))]", "return [torch.randn(2), 'a']"), "not a tensor or number"),
-        (GOOD.replace("return [torch.randn(10, 4), torch.randint(0, 10, (5,))]", "raise ValueError('boom')"), "raised ValueError: boom"),
+        (
+            GOOD.replace("return [torch.randn(10, 4), torch.randint(0, 10, (5,))]", "return [1, 2]"),
+            "returned no tensors",
+        ),
+        (
+            GOOD.replace("return [torch.randn(10, 4), torch.randint(0, 10, (5,))]", "return [torch.randn(2), 'a']"),
+            "not a tensor or number",
+        ),
+        (
+            GOOD.replace("return [torch.randn(10, 4), torch.randint(0, 10, (5,))]", "raise ValueError('boom')"),
+            "raised ValueError: boom",
+        ),
     ],
 )
 def test_runtime_faults_are_named(tmp_path: Path, text: str, message: str) -> None:
@@ -107,7 +127,11 @@ def test_a_kernelbench_checkout_is_found_under_its_package_folder(tmp_path: Path
 
 
 def test_names_resolve_and_unknown_names_suggest(tmp_path: Path) -> None:
-    assert resolve_problem("relu").qualified == resolve_problem("level1/1_relu").qualified == resolve_problem("1_relu").qualified
+    assert (
+        resolve_problem("relu").qualified
+        == resolve_problem("level1/1_relu").qualified
+        == resolve_problem("1_relu").qualified
+    )
     with pytest.raises(UsageError, match="unknown problem") as info:
         resolve_problem("rleu")
     assert info.value.hint and "relu" in info.value.hint
@@ -116,7 +140,9 @@ def test_names_resolve_and_unknown_names_suggest(tmp_path: Path) -> None:
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kernelwright", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "kernelwright", *args], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
 
 
 def test_problems_list_json_lists_the_suite(tmp_path: Path) -> None:
@@ -149,7 +175,9 @@ def test_problems_cli_errors_and_help(tmp_path: Path) -> None:
         assert help_text.returncode == 0 and "Usage" in help_text.stdout, command
 
 
-def test_internal_errors_exit_70_and_name_the_saved_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_internal_errors_exit_70_and_name_the_saved_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from kernelwright import cli
 
     monkeypatch.setenv("KERNELWRIGHT_HOME", str(tmp_path / "home"))

@@ -146,8 +146,8 @@ def register(app: typer.Typer) -> None:
             if backend in ("cuda", "triton") and chosen == "cpu":
                 raise EnvironmentProblem(f"{path} is a {backend} candidate and needs a GPU, but the device is cpu")
         opts = EvalOptions(
-            device=chosen,
-            size=size,
+            device="cuda" if chosen == "cuda" else "cpu",
+            size="small" if size == "small" else "default",
             trials=trials,
             baselines=_parse_baselines(baselines),
             timing=not no_timing,

@@ -16,7 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -35,8 +35,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class EvalOptions:
-    device: str = "cpu"
-    size: str = "default"
+    device: Literal["cpu", "cuda"] = "cpu"
+    size: Literal["default", "small"] = "default"
     trials: int = 5
     baselines: tuple[str, ...] = ("eager", "compile")
     timing: bool = True
@@ -85,18 +85,22 @@ class _Context:
 
 
 def _job(
-    ctx: _Context, mode: str, candidate: Path | None, out_dir: Path, analysis: CandidateAnalysis | None = None
+    ctx: _Context,
+    mode: Literal["reference", "candidate", "build"],
+    candidate: Path | None,
+    out_dir: Path,
+    analysis: CandidateAnalysis | None = None,
 ) -> WorkerJob:
     own = list(analysis.cuda_kernels + analysis.triton_kernels) if analysis else []
     return WorkerJob(
         mode=mode,
         problem_path=ctx.problem.path,
         candidate_path=candidate,
-        size=ctx.opts.size,  # type: ignore[arg-type]
+        size=ctx.opts.size,
         device=ctx.opts.device,
         weight_seed=ctx.opts.weight_seed,
         trials=ctx.trials,
-        data_dir=ctx.data_dir,  # type: ignore[arg-type]
+        data_dir=ctx.data_dir,
         out_dir=out_dir,
         build_cache=ctx.opts.build_cache,
         num_threads=ctx.opts.num_threads,
@@ -111,7 +115,7 @@ def replace_plan(opts: EvalOptions) -> TimingPlan:
 
 
 def _make_trials(problem: Problem, opts: EvalOptions, base_seed: int) -> list[TrialPlan]:
-    inst = materialize(problem, opts.size)  # type: ignore[arg-type]
+    inst = materialize(problem, opts.size)
     specs = plan_trials(opts.trials, len(inst.variants), base_seed)
     return [
         TrialPlan(index=s.index, seed=s.seed, distribution=s.distribution, variant=s.variant, contiguous=s.contiguous)

@@ -133,7 +133,12 @@ def roundoff_of(model: torch.nn.Module, inputs: Sequence[Any], reference: Any) -
         return None
     out: list[float | None] = []
     for r, e in zip(_as_list(reference), _as_list(exact), strict=False):
-        if isinstance(r, torch.Tensor) and isinstance(e, torch.Tensor) and r.dtype == torch.float32 and r.shape == e.shape:
+        if (
+            isinstance(r, torch.Tensor)
+            and isinstance(e, torch.Tensor)
+            and r.dtype == torch.float32
+            and r.shape == e.shape
+        ):
             diff = (r.double() - e).abs()
             finite = diff[torch.isfinite(diff)]
             out.append(float(finite.max()) if finite.numel() else None)
@@ -187,7 +192,7 @@ def compare_outputs(
         diff = (c64 - r64).abs()
         diff = torch.where(nonfinite_agree, torch.zeros_like(diff), diff)
         diff = torch.where(~r_finite & ~nonfinite_agree, torch.full_like(diff, math.inf), diff)
-        slack = roundoff[k] if roundoff is not None and k < len(roundoff) and roundoff[k] is not None else 0.0
+        slack = (roundoff[k] if roundoff is not None and k < len(roundoff) else None) or 0.0
         allowed = atol + ROUNDOFF_FACTOR * float(slack) + rtol * r64.abs().nan_to_num(posinf=0.0, neginf=0.0)
         bad = diff > allowed
         abs_err = float(diff.max()) if diff.numel() else 0.0

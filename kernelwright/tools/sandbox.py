@@ -50,7 +50,10 @@ def classify_death(returncode: int | None, stderr_tail: str) -> tuple[Reason, st
     if "illegal memory access" in text or "misaligned address" in text:
         return Reason.ILLEGAL_MEMORY_ACCESS, "the kernel made an illegal memory access"
     if "unspecified launch failure" in text or "launch timed out" in text:
-        return Reason.LAUNCH_FAILURE, "the GPU aborted the kernel (unspecified launch failure: a fault or the driver's watchdog)"
+        return (
+            Reason.LAUNCH_FAILURE,
+            "the GPU aborted the kernel (unspecified launch failure: a fault or the driver's watchdog)",
+        )
     if "out of memory" in text or "outofmemoryerror" in text:
         return Reason.OUT_OF_MEMORY, "the candidate ran out of memory"
     if returncode is not None and returncode < 0:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tests.candidates.cpu_kit import Case, _model
 
-KIT_CUDA = r'''
+KIT_CUDA = r"""
 #include <torch/extension.h>
 #include <ATen/cuda/CUDAContext.h>
 
@@ -51,7 +51,7 @@ torch::Tensor relu_spin(torch::Tensor x) {
 torch::Tensor relu_uninitialised(torch::Tensor x) {
     return torch::empty_like(x);
 }
-'''
+"""
 
 HEADER = f'''import torch
 import torch.nn as nn
@@ -64,7 +64,7 @@ kit = load_inline(name="kw_test_cuda_kit", cpp_sources=kit_cpp, cuda_sources=kit
                   functions=["relu_forward", "relu_wild", "relu_spin", "relu_uninitialised"], verbose=False)
 '''
 
-TRITON_RELU = '''import torch
+TRITON_RELU = """import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
@@ -85,7 +85,7 @@ class ModelNew(nn.Module):
         n = x.numel()
         relu_tl[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
         return y
-'''
+"""
 
 
 class GpuCase(Case):
@@ -101,7 +101,12 @@ CASES = [
     CORRECT_CUDA,
     GpuCase("triton_correct_relu", TRITON_RELU, "correct", None, header=False),
     GpuCase("cuda_uninitialised", _model("        return kit.relu_uninitialised(x)"), "incorrect", "output_mismatch"),
-    GpuCase("cuda_aten_inside", _model("        kit.relu_forward(x[:1])\n        return torch.clamp_min(x, 0.0)"), "rejected", "torch_fallback"),
+    GpuCase(
+        "cuda_aten_inside",
+        _model("        kit.relu_forward(x[:1])\n        return torch.clamp_min(x, 0.0)"),
+        "rejected",
+        "torch_fallback",
+    ),
     GpuCase(
         "cuda_graph_stale",
         _model(

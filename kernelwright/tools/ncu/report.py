@@ -6,11 +6,10 @@ missing, `ncu --import FILE --csv` output is parsed instead (see `csv_fallback`)
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import logging
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Literal
 
@@ -221,8 +220,13 @@ def _from_ncu_report_isolated(path: Path) -> NcuReport | None:
     """Read the report with `ncu_report` in a child process: some ncu_report versions segfault on
     some metrics (seen with 2025.3.1), which must not take the caller down. None if it failed."""
     try:
-        done = subprocess.run([sys.executable, "-m", "kernelwright.tools.ncu.report", str(path)],
-                              capture_output=True, text=True, timeout=300, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "kernelwright.tools.ncu.report", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         log.warning("reading %s with ncu_report timed out", path)
         return None
@@ -254,7 +258,9 @@ def load_report(path: Path | str, *, prefer: Literal["auto", "ncu_report", "csv"
         if loaded is not None:
             return loaded
         if prefer == "ncu_report":
-            raise EnvironmentProblem(f"the ncu_report module crashed reading {path}", hint="try --prefer csv (needs ncu)")
+            raise EnvironmentProblem(
+                f"the ncu_report module crashed reading {path}", hint="try --prefer csv (needs ncu)"
+            )
     if prefer == "ncu_report":
         raise EnvironmentProblem("the ncu_report module is not installed", hint="pip install ncu-report")
     from kernelwright.tools.ncu.csv_fallback import load_via_ncu_import
