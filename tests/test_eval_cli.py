@@ -73,7 +73,7 @@ def test_eval_bundled_prints_a_table_and_succeeds_when_verdicts_match(tmp_path: 
 
 
 def test_cuda_candidate_on_cpu_is_an_environment_error(tmp_path: Path) -> None:
-    path = tmp_path / "cuda.py"
+    path = tmp_path / "cuda_candidate.py"  # not `cuda.py`: `python -m` puts the cwd on sys.path
     path.write_text(CUDA_CANDIDATE)
     done = _run("eval", "relu", str(path), "--device", "cpu", cwd=tmp_path)
     assert done.returncode == 5
@@ -92,9 +92,11 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
 def test_malformed_candidate_exits_2(tmp_path: Path) -> None:
     path = tmp_path / "bad.py"
     path.write_text("class ModelNew(:\n")
-    done = _run("eval", "relu", str(path), "--device", "cpu", "--size", "small", "--no-timing", cwd=tmp_path)
+    done = _run("eval", "relu", str(path), "--device", "cpu", "--size", "small", "--no-timing", "--json", cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "malformed_candidate" in done.stdout
+    [result] = json.loads(done.stdout)["results"]
+    assert (result["verdict"], result["reason"]) == ("build_error", "malformed_candidate")
+    assert "syntax error" in result["message"]
 
 
 def test_result_file_with_newer_schema_is_a_clear_error(tmp_path: Path) -> None:
