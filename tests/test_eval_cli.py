@@ -63,6 +63,7 @@ def test_eval_json_and_exit_codes(tmp_path: Path) -> None:
     assert [r["verdict"] for r in doc["results"]] == ["correct", "incorrect"]
     assert doc["results"][0]["speedups"]["eager"]["ratio"] > 0
     assert (tmp_path / "ev" / "good" / "result.json").exists()
+    assert "checking correctness" in done.stderr and "timing against eager" in done.stderr  # progress on stderr
 
 
 @pytest.mark.slow

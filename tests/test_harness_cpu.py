@@ -7,41 +7,25 @@ extension build), then each case's verdict and reason are asserted separately.
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from kernelwright.problems import load_problem_file, resolve_problem
 from kernelwright.tools.evaluate import EvalOptions, evaluate
-from kernelwright.tools.jobs import TimingPlan
 from kernelwright.tools.result import EvalResult
+from tests.candidates import harness_options, write_case
 from tests.candidates.cpu_kit import CASES, CORRECT, TINY_PROBLEM, ZEROS_FOR_TINY, Case, _model
 
 pytestmark = pytest.mark.slow
 
 
 def _opts(home: Path, **kw: object) -> EvalOptions:
-    base = EvalOptions(
-        device="cpu",
-        size="small",
-        timing=False,
-        baselines=("eager",),
-        build_cache=home / "build-cache",
-        inductor_cache=home / "inductor-cache",
-        num_threads=1,
-        run_timeout_s=120,
-        build_timeout_s=300,
-        timing_plan=TimingPlan(min_reps=10, max_reps=60, time_cap_s=3.0, input_sets=2),
-    )
-    return replace(base, **kw)  # type: ignore[arg-type]
+    return harness_options(home, "cpu", **kw)
 
 
 def _write(folder: Path, case: Case) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{case.name}.py"
-    path.write_text(case.source())
-    return path
+    return write_case(folder, case.name, case.source())
 
 
 @pytest.fixture(scope="session")

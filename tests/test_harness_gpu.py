@@ -4,7 +4,6 @@ CUDA oracles, and timing against eager and torch.compile. Marked `gpu` (skipped 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,8 +11,8 @@ import pytest
 from kernelwright.problems import resolve_problem
 from kernelwright.problems.solutions_index import all_solutions
 from kernelwright.tools.evaluate import EvalOptions, evaluate
-from kernelwright.tools.jobs import TimingPlan
 from kernelwright.tools.result import EvalResult
+from tests.candidates import harness_options, write_case
 from tests.candidates.cpu_kit import Case
 from tests.candidates.gpu_kit import CASES, CORRECT_CUDA, SIDE_STREAM, SPIN
 
@@ -21,24 +20,11 @@ pytestmark = pytest.mark.gpu
 
 
 def _opts(home: Path, **kw: object) -> EvalOptions:
-    base = EvalOptions(
-        device="cuda",
-        size="small",
-        timing=False,
-        baselines=("eager",),
-        build_cache=home / "build-cache",
-        inductor_cache=home / "inductor-cache",
-        run_timeout_s=180,
-        build_timeout_s=400,
-        timing_plan=TimingPlan(min_reps=20, max_reps=400, time_cap_s=8.0, input_sets=2),
-    )
-    return replace(base, **kw)  # type: ignore[arg-type]
+    return harness_options(home, "cuda", **kw)
 
 
 def _write(folder: Path, case: Case) -> Path:
-    path = folder / f"{case.name}.py"
-    path.write_text(case.source())
-    return path
+    return write_case(folder, case.name, case.source())
 
 
 @pytest.fixture(scope="module")

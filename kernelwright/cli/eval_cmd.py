@@ -19,6 +19,7 @@ from kernelwright.tools.result import EvalResult
 from kernelwright.tools.static_analysis import detect_backend
 
 out = Console()
+err = Console(stderr=True)
 BASELINES = ("eager", "compile", "compile-max-autotune")
 
 
@@ -158,6 +159,7 @@ def register(app: typer.Typer) -> None:
             build_cache=settings.build_cache_dir or settings.home / "build-cache",
             inductor_cache=settings.inductor_cache_dir,
             out_dir=out_dir,
+            progress=lambda message: err.print(f"[dim]{message}[/]", highlight=False),
         )
         results = evaluate(problem, paths, opts)
         if as_json:

@@ -13,6 +13,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -51,6 +52,12 @@ class EvalOptions:
     inductor_cache: Path | None = None
     out_dir: Path | None = None
     timing_plan: TimingPlan = field(default_factory=TimingPlan)
+    progress: Callable[[str], None] | None = field(default=None, compare=False)
+
+    def say(self, message: str) -> None:
+        log.info(message)
+        if self.progress is not None:
+            self.progress(message)
 
 
 @dataclass
@@ -176,6 +183,7 @@ def _evaluate_one(ctx: _Context, path: Path, source: str, analysis: CandidateAna
         assert build.message is not None
         builds = build.message.data.get("builds", [])
         result.build_cached = all(b.get("cached") for b in builds) if builds else None
+        ctx.opts.say(f"{path.name}: built in {build.seconds:.1f} s; checking correctness on {len(ctx.trials)} trials")
         worker.send("correctness")
         checked = worker.expect("correctness", ctx.opts.run_timeout_s)
         result.phase_seconds["correctness"] = checked.seconds
@@ -187,6 +195,7 @@ def _evaluate_one(ctx: _Context, path: Path, source: str, analysis: CandidateAna
         verdict_rules.judge_correctness(result, ctx.reference, checked.message.data, ctx.expected, workdir, analysis)
         if result.verdict != Verdict.CORRECT or not ctx.opts.timing:
             return result
+        ctx.opts.say(f"{path.name}: correct; timing against {', '.join(ctx.opts.baselines)}")
         worker.send("timing")
         timed = worker.expect("timing", ctx.opts.run_timeout_s + ctx.opts.timing_plan.time_cap_s * 2)
         result.phase_seconds["timing"] = timed.seconds
@@ -204,6 +213,7 @@ def _reverify(ctx: _Context, path: Path, source: str, analysis: CandidateAnalysi
     if eager is None or eager.ratio <= ctx.opts.suspicious_speedup or result.verdict != Verdict.CORRECT:
         return result
     why = f"{eager.ratio:.1f}x over eager exceeds the {ctx.opts.suspicious_speedup:g}x threshold"
+    ctx.opts.say(f"{path.name}: {why}; re-verifying in a fresh process with new seeds")
     fresh = _Context(
         ctx.problem,
         replace(ctx.opts, timing=False),
@@ -272,9 +282,11 @@ def evaluate(problem: Problem, candidates: list[Path], opts: EvalOptions) -> lis
         runnable = [
             (p, a) for p, a in zip(candidates, analyses, strict=True) if verdict_rules.static_rejection(a) is None
         ]
+        opts.say(f"{problem.qualified}: drawing {len(ctx.trials)} trials and running the reference on {opts.device}")
         with ThreadPoolExecutor(max_workers=1) as pool:
             reference = pool.submit(_run_reference, ctx)
             if len(runnable) > 1:
+                ctx.opts.say(f"building {len(runnable)} candidates in parallel")
                 _build_all(ctx, runnable)
             ctx.reference = reference.result()
         if ctx.reference.ok:
@@ -283,6 +295,7 @@ def evaluate(problem: Problem, candidates: list[Path], opts: EvalOptions) -> lis
         for index, (path, source, analysis) in enumerate(zip(candidates, sources, analyses, strict=True)):
             workdir = work / f"candidate-{index}"
             start = time.perf_counter()
+            ctx.opts.say(f"{path.name}: building and loading ({analysis.backend})")
             result = _evaluate_one(ctx, path, source, analysis, workdir)
             result = _reverify(ctx, path, source, analysis, result)
             result.phase_seconds["total"] = time.perf_counter() - start
