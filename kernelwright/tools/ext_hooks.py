@@ -56,8 +56,16 @@ class ExtensionRecorder:
 
 
 def install(cache_root: Path, recorder: ExtensionRecorder) -> None:
-    """Route load_inline/load through the build cache and wrap what they return."""
+    """Route load_inline/load through the build cache and wrap what they return; the fast path
+    (`fastext.load_kernels`) builds into the same cache root and reports through the recorder."""
+    import os
+
     import torch.utils.cpp_extension as cpp
+
+    from kernelwright.tools import fastext
+
+    os.environ["KERNELWRIGHT_FASTEXT_CACHE"] = str(Path(cache_root) / "fastext")
+    fastext.HOOK = (recorder._wrap, recorder.builds)
 
     cache = BuildCache(cache_root)
     original_inline, original_load = cpp.load_inline, cpp.load

@@ -260,7 +260,31 @@ class PyModule:
                 found.append(self._inline_extension(node))
             elif name.endswith("cpp_extension.load"):
                 found.append(self._file_extension(node))
+            elif name == "load_kernels" or name.endswith("fastext.load_kernels"):
+                found.append(self._fast_extension(node))
         return found
+
+    def _fast_extension(self, call: Node) -> ExtensionCall:
+        """`kernelwright.tools.fastext.load_kernels(name, source, {fn: signature}, lang=...)`."""
+        args = self._arguments(call, ("name", "source", "functions"))
+        source = self.resolve_string(args["source"]) if "source" in args else Resolved("", (), False)
+        lang = self.resolve_string(args["lang"]).text if "lang" in args else "cuda"
+        functions: tuple[str, ...] = ()
+        functions_ok = False
+        node = args.get("functions")
+        if node is not None and node.type == "identifier" and text(node) in self.assigns:
+            node = self.assigns[text(node)]
+        if node is not None and node.type == "dictionary":
+            keys = [
+                self.resolve_string(pair.child_by_field_name("key"))
+                for pair in node.named_children
+                if pair.type == "pair"
+            ]
+            functions, functions_ok = tuple(k.text for k in keys if k.ok), all(k.ok for k in keys)
+        cpp, cuda = (_EMPTY, source) if lang == "cuda" else (source, _EMPTY)
+        ext = ExtensionCall(call, self._ext_name(args), cpp, cuda, functions, functions_ok, with_cuda=lang == "cuda")
+        ext.holders = self._holders(call)
+        return ext
 
     def _arguments(self, call: Node, order: tuple[str, ...]) -> dict[str, Node]:
         args = call.child_by_field_name("arguments")
