@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelwright.errors import ProblemError
 from kernelwright.problems import load_problem_file, resolve_problem
 from kernelwright.tools.evaluate import EvalOptions, evaluate
 from kernelwright.tools.result import EvalResult
@@ -146,3 +147,10 @@ def test_evidence_folder_holds_source_log_and_result(tmp_path: Path, shared_home
     assert EvalResult.load(folder / "result.json").verdict.value == "correct"
     assert (folder / "build-and-run.log").exists()
     assert os.path.getsize(folder / "result.json") > 100
+
+
+def test_a_reference_that_fails_is_a_problem_error_not_a_verdict(tmp_path: Path, shared_home: Path) -> None:
+    problem_file = tmp_path / "broken_forward.py"
+    problem_file.write_text(TINY_PROBLEM.replace("return x * 1e-7", "raise ValueError('reference bug')"))
+    with pytest.raises(ProblemError, match="the reference itself failed"):
+        evaluate(load_problem_file(problem_file), [_write(tmp_path, CORRECT)], _opts(shared_home))

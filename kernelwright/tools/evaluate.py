@@ -14,13 +14,14 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 import torch
 
+from kernelwright.errors import ProblemError
 from kernelwright.problems import Problem, materialize
 from kernelwright.tools import verdict_rules
 from kernelwright.tools.environment import hardware_summary, library_versions
@@ -68,7 +69,23 @@ class _Context:
     data_dir: Path
     trials: list[TrialPlan]
     reference: Outcome | None = None
+    pending: Future[Outcome] | None = None  # the reference worker, running while candidates build
     expected: dict[int, Any] = field(default_factory=dict)
+    taken: bool = False
+
+    def await_reference(self) -> Outcome:
+        """The reference's outcome (waiting for it if it still runs); its outputs are taken into
+        this process the first time."""
+        if self.reference is None:
+            assert self.pending is not None
+            self.reference = self.pending.result()
+        if not self.reference.ok:
+            why = self.reference.detail or "no result"
+            raise ProblemError(f"{self.problem.path}: the reference itself failed: {why}", hint="see `problems run`")
+        if not self.taken:
+            self.take_reference_outputs()
+            self.taken = True
+        return self.reference
 
     def skipped_trials(self) -> list[int]:
         if self.reference is None or self.reference.message is None:
@@ -113,7 +130,6 @@ def _job(
         num_threads=ctx.opts.num_threads,
         own_kernel_names=own,
         timing=replace_plan(ctx.opts) if ctx.opts.timing else None,
-        skip_trials=ctx.skipped_trials(),
     )
 
 
@@ -168,9 +184,6 @@ def _evaluate_one(ctx: _Context, path: Path, source: str, analysis: CandidateAna
     reject = verdict_rules.static_rejection(analysis)
     if reject is not None:
         return _finish(result, verdict_rules.static_rejection_verdict(reject[0]), reject[0], reject[1])
-    assert ctx.reference is not None
-    if not ctx.reference.ok:
-        raise RuntimeError(f"the reference failed: {ctx.reference.detail}")
     workdir.mkdir(parents=True, exist_ok=True)
     job = _job(ctx, "candidate", path, workdir, analysis)
     with WorkerProcess(job, workdir / "job.json", workdir / "worker.log", ctx.env()) as worker:
@@ -183,8 +196,9 @@ def _evaluate_one(ctx: _Context, path: Path, source: str, analysis: CandidateAna
         assert build.message is not None
         builds = build.message.data.get("builds", [])
         result.build_cached = all(b.get("cached") for b in builds) if builds else None
+        reference = ctx.await_reference()
         ctx.opts.say(f"{path.name}: built in {build.seconds:.1f} s; checking correctness on {len(ctx.trials)} trials")
-        worker.send("correctness")
+        worker.send(" ".join(["correctness", ",".join(str(i) for i in ctx.skipped_trials())]).strip())
         checked = worker.expect("correctness", ctx.opts.run_timeout_s)
         result.phase_seconds["correctness"] = checked.seconds
         result.stderr_tail = worker.stderr_tail(3000)
@@ -192,7 +206,7 @@ def _evaluate_one(ctx: _Context, path: Path, source: str, analysis: CandidateAna
         if early is not None:
             return _finish(result, *early)
         assert checked.message is not None
-        verdict_rules.judge_correctness(result, ctx.reference, checked.message.data, ctx.expected, workdir, analysis)
+        verdict_rules.judge_correctness(result, reference, checked.message.data, ctx.expected, workdir, analysis)
         if result.verdict != Verdict.CORRECT or not ctx.opts.timing:
             return result
         ctx.opts.say(f"{path.name}: correct; timing against {', '.join(ctx.opts.baselines)}")
@@ -222,8 +236,6 @@ def _reverify(ctx: _Context, path: Path, source: str, analysis: CandidateAnalysi
         _make_trials(ctx.problem, ctx.opts, ctx.opts.base_seed + 977),
     )
     fresh.reference = _run_reference(fresh)
-    if fresh.reference.ok:
-        fresh.take_reference_outputs()
     again = _evaluate_one(fresh, path, source, analysis, ctx.work / f"reverify-{path.stem}")
     if again.verdict == Verdict.CORRECT:
         result.suspicious = f"{why}; re-verified correct in a fresh process with new seeds and inputs"
@@ -284,24 +296,21 @@ def evaluate(problem: Problem, candidates: list[Path], opts: EvalOptions) -> lis
         ]
         opts.say(f"{problem.qualified}: drawing {len(ctx.trials)} trials and running the reference on {opts.device}")
         with ThreadPoolExecutor(max_workers=1) as pool:
-            reference = pool.submit(_run_reference, ctx)
+            ctx.pending = pool.submit(_run_reference, ctx)
             if len(runnable) > 1:
                 ctx.opts.say(f"building {len(runnable)} candidates in parallel")
                 _build_all(ctx, runnable)
-            ctx.reference = reference.result()
-        if ctx.reference.ok:
-            ctx.take_reference_outputs()
-        results = []
-        for index, (path, source, analysis) in enumerate(zip(candidates, sources, analyses, strict=True)):
-            workdir = work / f"candidate-{index}"
-            start = time.perf_counter()
-            ctx.opts.say(f"{path.name}: building and loading ({analysis.backend})")
-            result = _evaluate_one(ctx, path, source, analysis, workdir)
-            result = _reverify(ctx, path, source, analysis, result)
-            result.phase_seconds["total"] = time.perf_counter() - start
-            if opts.out_dir is not None:
-                _write_evidence(opts.out_dir, path, source, result, workdir)
-            results.append(result)
+            results = []
+            for index, (path, source, analysis) in enumerate(zip(candidates, sources, analyses, strict=True)):
+                workdir = work / f"candidate-{index}"
+                start = time.perf_counter()
+                ctx.opts.say(f"{path.name}: building and loading ({analysis.backend})")
+                result = _evaluate_one(ctx, path, source, analysis, workdir)
+                result = _reverify(ctx, path, source, analysis, result)
+                result.phase_seconds["total"] = time.perf_counter() - start
+                if opts.out_dir is not None:
+                    _write_evidence(opts.out_dir, path, source, result, workdir)
+                results.append(result)
         return results
 
 

@@ -359,8 +359,11 @@ def main(argv: list[str]) -> int:
     if not session.build() or job.mode == "build":
         return 0
     for phase in ("correctness", "timing"):
-        if chan.wait_command() != phase:
+        command, _, argument = chan.wait_command().partition(" ")
+        if command != phase:
             return 0
+        if phase == "correctness" and argument:  # trials the reference could not run
+            job.skip_trials = [int(i) for i in argument.split(",") if i]
         getattr(session, phase)()
     return 0
 
