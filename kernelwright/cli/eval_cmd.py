@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -18,7 +19,7 @@ from kernelwright.tools.evaluate import EvalOptions, evaluate
 from kernelwright.tools.result import EvalResult
 from kernelwright.tools.static_analysis import detect_backend
 
-out = Console()
+out = Console(width=None if sys.stdout.isatty() else 160)  # logs and pipes get the whole table
 err = Console(stderr=True)
 BASELINES = ("eager", "compile", "compile-max-autotune")
 
