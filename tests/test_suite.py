@@ -185,9 +185,18 @@ def test_solution_file_shape(entry):
     calls = [
         n
         for n in ast.walk(tree)
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name | ast.Attribute) and _call_name(n) == "load_inline"
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Name | ast.Attribute)
+        and _call_name(n) in ("load_inline", "load_kernels")
     ]
     assert len(calls) == 1
+    if _call_name(calls[0]) == "load_kernels":  # the fast-build form: name first, lang keyword
+        name = calls[0].args[0]
+        lang = {k.arg: k.value for k in calls[0].keywords}["lang"]
+        assert isinstance(name, ast.Constant) and name.value.startswith("kw_")
+        assert isinstance(lang, ast.Constant) and lang.value == entry["backend"]
+        assert ("__global__" in source) == (entry["backend"] == "cuda")
+        return
     keywords = {k.arg: k.value for k in calls[0].keywords}
     assert isinstance(keywords.get("name"), ast.Constant)
     assert keywords["name"].value.startswith("kw_")
