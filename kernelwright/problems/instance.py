@@ -6,6 +6,7 @@ import importlib.util
 import sys
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
@@ -18,18 +19,28 @@ Size = Literal["default", "small"]
 _SCALARS = (int, float, bool)
 
 
+def exec_as_module(source: str, path: Path, name: str) -> ModuleType:
+    """Run `source` as a fresh module registered under `name` (tracebacks name `path`); whatever
+    the code raises propagates, and the half-made module is unregistered."""
+    spec = importlib.util.spec_from_loader(name, loader=None, origin=str(path))
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    module.__file__ = str(path)
+    sys.modules[name] = module  # dataclasses and pickling look modules up by name
+    try:
+        exec(compile(source, str(path), "exec"), module.__dict__)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
 def import_module(problem: Problem, *, module_name: str | None = None) -> ModuleType:
     """Execute the problem's source as a fresh module; an exception becomes a ProblemError."""
     name = module_name or f"kernelwright_problem_{problem.sha256[:16]}"
-    spec = importlib.util.spec_from_loader(name, loader=None, origin=str(problem.path))
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    module.__file__ = str(problem.path)
-    sys.modules[name] = module  # dataclasses and pickling look modules up by name
     try:
-        exec(compile(problem.source, str(problem.path), "exec"), module.__dict__)
+        module = exec_as_module(problem.source, problem.path, name)
     except Exception as exc:  # the file is the user's code: any failure is their fault, reported
-        sys.modules.pop(name, None)
         last = traceback.extract_tb(exc.__traceback__)[-1]
         raise ProblemError(f"{problem.path}:{last.lineno}: importing failed: {type(exc).__name__}: {exc}") from exc
     return module

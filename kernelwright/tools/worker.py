@@ -35,19 +35,6 @@ class Channel:
         return line.strip() or "stop"
 
 
-def _exec_module(path: Path, name: str) -> Any:
-    import importlib.util
-
-    source = path.read_text()
-    spec = importlib.util.spec_from_loader(name, loader=None, origin=str(path))
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    module.__file__ = str(path)
-    sys.modules[name] = module
-    exec(compile(source, str(path), "exec"), module.__dict__)
-    return module
-
-
 def _tail(text: str, lines: int = 40) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
@@ -162,7 +149,10 @@ class CandidateSession:
         start = time.perf_counter()
         assert self.job.candidate_path is not None
         try:
-            self.module = _exec_module(self.job.candidate_path, "kernelwright_candidate")
+            from kernelwright.problems.instance import exec_as_module
+
+            path = self.job.candidate_path
+            self.module = exec_as_module(path.read_text(), path, "kernelwright_candidate")
         except SyntaxError as exc:
             self.chan.send(
                 "result",

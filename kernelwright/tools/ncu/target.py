@@ -10,7 +10,6 @@ NVTX range, so `ncu --profile-from-start off` sees exactly those launches. Exit 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -21,13 +20,9 @@ EXIT_USAGE, EXIT_CRASH, EXIT_NO_GPU = 2, 4, 5
 
 
 def _load_candidate(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location("kernelwright_candidate", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    from kernelwright.problems.instance import exec_as_module
+
+    return exec_as_module(path.read_text(), path, "kernelwright_candidate")
 
 
 def main(argv: list[str] | None = None) -> int:
