@@ -16,21 +16,8 @@ from typing import Any
 import torch
 
 from kernelwright.tools.ext_hooks import REGION_PREFIX
+from kernelwright.tools.timing import MISSING, WATCHED_TIMERS, resolve_attribute
 from kernelwright.tools.verdicts import Reason
-
-TIMER_NAMES = (
-    "time.perf_counter",
-    "time.perf_counter_ns",
-    "time.time",
-    "time.monotonic",
-    "torch.cuda.Event",
-    "torch.cuda.synchronize",
-    "torch.cuda.current_stream",
-    "torch.cuda.Event.elapsed_time",
-    "torch.cuda.Event.record",
-    "torch.cuda.Event.synchronize",
-    "torch.cuda.Stream.synchronize",
-)
 
 # aten ops that move, view or allocate memory: not "computation" for the fallback check.
 TRIVIAL_OPS = frozenset(
@@ -135,22 +122,10 @@ def state_changes(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[R
     return out
 
 
-def _resolve(dotted: str) -> Any:
-    import time as time_module
-
-    root, *rest = dotted.split(".")
-    obj: Any = {"time": time_module, "torch": torch}[root]
-    for part in rest:
-        obj = getattr(obj, part, None)
-        if obj is None:
-            return None
-    return obj
-
-
 def _resolve_static(dotted: str) -> Any:
     parent, _, attr = dotted.rpartition(".")
-    owner = _resolve(parent)
-    if owner is None:
+    owner = resolve_attribute(parent)
+    if owner is MISSING:
         return None
     try:
         return inspect.getattr_static(owner, attr)
@@ -176,7 +151,7 @@ def identity_snapshot() -> dict[str, int]:
                 continue
             if callable(value) or isinstance(value, classmethod | staticmethod | property):
                 snap[f"{prefix}.{name}"] = id(value)
-    for dotted in TIMER_NAMES:
+    for dotted in WATCHED_TIMERS:
         value = _resolve_static(dotted)
         if value is not None:
             snap[dotted] = id(value)
@@ -187,7 +162,7 @@ def identity_changes(before: dict[str, int], after: dict[str, int]) -> list[tupl
     out = []
     for name, ident in before.items():
         if after.get(name, ident) != ident:
-            reason = Reason.PATCHED_TIMER if name in TIMER_NAMES else Reason.PATCHED_TORCH
+            reason = Reason.PATCHED_TIMER if name in WATCHED_TIMERS else Reason.PATCHED_TORCH
             out.append((reason, f"the candidate replaced {name}"))
     return out
 

@@ -312,11 +312,3 @@ def evaluate(problem: Problem, candidates: list[Path], opts: EvalOptions) -> lis
                     _write_evidence(opts.out_dir, path, source, result, workdir)
                 results.append(result)
         return results
-
-
-def default_device() -> str:
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def describe(result: EvalResult) -> dict[str, Any]:
-    return result.model_dump(mode="json")

@@ -42,7 +42,7 @@ _synchronize = torch.cuda.synchronize
 _current_stream = torch.cuda.current_stream
 
 # Public timing attributes a candidate could patch to fool a timer (ours or anyone's).
-_WATCHED = (
+WATCHED_TIMERS = (
     "time.perf_counter",
     "time.perf_counter_ns",
     "time.monotonic",
@@ -64,20 +64,20 @@ _WATCHED = (
     "torch._C._CudaEventBase.elapsed_time",
     "torch._C._CudaEventBase.synchronize",
 )
-_MISSING = object()
+MISSING = object()
 
 
-def _resolve(dotted: str) -> object:
+def resolve_attribute(dotted: str) -> object:
     root, *attrs = dotted.split(".")
     obj: object = {"time": time, "torch": torch}[root]
     for attr in attrs:
-        obj = getattr(obj, attr, _MISSING)
-        if obj is _MISSING:
+        obj = getattr(obj, attr, MISSING)
+        if obj is MISSING:
             break
     return obj
 
 
-_CAPTURED = {name: _resolve(name) for name in _WATCHED}
+_CAPTURED = {name: resolve_attribute(name) for name in WATCHED_TIMERS}
 
 MIB = 1024 * 1024
 DEFAULT_CUDA_FLUSH_BYTES = 128 * MIB
@@ -95,7 +95,7 @@ def timer_functions_intact() -> list[str]:
     """
     changed: list[str] = []
     for name, obj in _CAPTURED.items():
-        if _resolve(name) is not obj and not any(name.startswith(parent + ".") for parent in changed):
+        if resolve_attribute(name) is not obj and not any(name.startswith(parent + ".") for parent in changed):
             changed.append(name)
     return changed
 
