@@ -22,7 +22,7 @@ demo: setup  ## the main job on a built-in default
 	$(BIN)/kernelwright eval relu --bundled --device cpu --size small --baselines eager
 
 test: dev  ## CPU test suite (GPU tests skip without a GPU; `pytest -m gpu` on a GPU host)
-	$(BIN)/python -m pytest -q -n auto --durations=15
+	$(BIN)/python -m pytest -q -n auto --dist loadgroup --durations=15
 
 lint: dev
 	$(BIN)/ruff check kernelwright tests

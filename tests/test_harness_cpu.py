@@ -37,6 +37,7 @@ def relu_results(tmp_path_factory: pytest.TempPathFactory, shared_home: Path) ->
     return {Path(r.candidate).stem: r for r in results}
 
 
+@pytest.mark.xdist_group("relu_cases")  # one worker evaluates the shared batch
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_relu_case_gets_its_verdict(relu_results: dict[str, EvalResult], case: Case) -> None:
     result = relu_results[case.name]

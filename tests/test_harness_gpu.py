@@ -34,6 +34,7 @@ def gpu_results(tmp_path_factory: pytest.TempPathFactory, shared_home: Path) -> 
     return {Path(r.candidate).stem: r for r in results}
 
 
+@pytest.mark.xdist_group("gpu_cases")  # one worker evaluates the shared batch
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_gpu_case_gets_its_verdict(gpu_results: dict[str, EvalResult], case: Case) -> None:
     result = gpu_results[case.name]

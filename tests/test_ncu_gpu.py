@@ -20,11 +20,24 @@ from kernelwright.tools.ncu import (
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(shutil.which("ncu") is None, reason="needs ncu on PATH")]
 CANDIDATE = Path(__file__).parent / "data" / "ncu" / "src" / "relu_candidate.py"
 
+# A plain copy kernel. (`y.copy_(x)` on same-dtype contiguous tensors is a cudaMemcpyAsync, which
+# ncu does not profile as a kernel.) Triton reads the kernel's source, so it runs from a file.
 _COPY = """
-import torch
-x = torch.randn(64 * 1024 * 1024, device='cuda'); y = torch.empty_like(x)
-for _ in range(3): y.copy_(x)
-torch.cuda.synchronize(); torch.cuda.profiler.start(); y.copy_(x); torch.cuda.synchronize(); torch.cuda.profiler.stop()
+import torch, triton, triton.language as tl
+
+@triton.jit
+def kw_copy_kernel(x, y, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y + offs, tl.load(x + offs, mask=mask), mask=mask)
+
+x = torch.randn(256 * 1024 * 1024, device='cuda'); y = torch.empty_like(x)
+grid = (triton.cdiv(x.numel(), 4096),)
+for _ in range(3): kw_copy_kernel[grid](x, y, x.numel(), BLOCK=4096)
+torch.cuda.synchronize(); torch.cuda.profiler.start()
+kw_copy_kernel[grid](x, y, x.numel(), BLOCK=4096)
+torch.cuda.synchronize(); torch.cuda.profiler.stop()
+assert torch.equal(x, y)
 """
 _GEMM = """
 import torch
@@ -56,7 +69,10 @@ def test_profile_cuda_candidate(tmp_path: Path) -> None:
     n = module.batch_size * module.dim
     assert digest.block == (256, 1, 1), digest.block
     assert digest.grid == ((n + 255) // 256, 1, 1), (digest.grid, n, report.source)
-    assert digest.classification.kind is Bottleneck.MEMORY_BOUND
+    # A one-element-per-thread kernel streams DRAM but may sit under NCU's 60% line (memory-latency):
+    # memory must be the dominant side either way, and it is never compute-bound.
+    assert digest.classification.kind in {Bottleneck.MEMORY_BOUND, Bottleneck.LATENCY_BOUND}, digest.to_text()
+    assert digest.sol_memory_pct > digest.sol_sm_pct, digest.to_text()  # type: ignore[operator]
 
 
 def test_profile_pytorch_op(tmp_path: Path) -> None:
@@ -68,8 +84,10 @@ def test_profile_pytorch_op(tmp_path: Path) -> None:
 
 
 def test_copy_is_memory_bound(tmp_path: Path) -> None:
-    opts = NcuOptions(profile_from_start=False, launch_count=1)
-    result = run_ncu([sys.executable, "-c", _COPY], tmp_path / "copy.ncu-rep", opts, timeout_s=120)
+    script = tmp_path / "kw_copy_probe.py"  # not copy.py: that would shadow the stdlib module
+    script.write_text(_COPY)
+    opts = NcuOptions(profile_from_start=False, launch_count=1, kernel_regex="kw_copy")
+    result = run_ncu([sys.executable, str(script)], tmp_path / "copy.ncu-rep", opts, timeout_s=180)
     assert result.ok, result.one_line() + result.stderr_tail
     digest = build_digest(load_report(result.report_path))  # type: ignore[arg-type]
     _assert_sane(digest)

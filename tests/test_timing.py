@@ -195,6 +195,49 @@ def test_hidden_work_suspected_thresholds() -> None:
     assert hidden_work_suspected(1.0, 2.5, ratio=3.0) is None
 
 
+class WallScriptedTimer(ScriptedTimer):
+    """Event times 1 ms for every fn; wall times from `walls(fn_name, nth_wall_call_of_that_fn)`."""
+
+    def __init__(self, log: list[tuple[str, int]], walls: Callable[[str, int], float]) -> None:
+        super().__init__(log, lambda _: 1.0)
+        self.walls = walls
+        self.wall_calls: dict[str, int] = {}
+
+    def wall_ms(self, call: Callable[[], object]) -> float:
+        call()
+        name = self.log[-1][0]
+        self.wall_calls[name] = self.wall_calls.get(name, 0) + 1
+        return self.walls(name, self.wall_calls[name] - 1)
+
+
+def _time_with_walls(walls: Callable[[str, int], float]) -> InterleavedResult:
+    log: list[tuple[str, int]] = []
+    timer = WallScriptedTimer(log, walls)
+    return time_interleaved(_recording_fns(log), _input_sets(2), timer=timer, min_reps=5, wall_reps=4)
+
+
+def test_a_busy_neighbour_on_the_gpu_is_not_hidden_work() -> None:
+    # Another process time-slicing the GPU delays most synchronised calls, but not all of them.
+    res = _time_with_walls(lambda name, k: 1.1 if k % 5 == 4 else 4.0)
+    for fr in res.fns.values():
+        assert len(fr.wall_samples_ms) == 12  # 4, then 8 more to re-check the suspicion
+        assert fr.wall_median_ms == 4.0 and fr.wall_min_ms == 1.1
+        assert fr.hidden_work is None
+
+
+def test_hidden_work_on_every_call_is_suspected_after_the_recheck() -> None:
+    res = _time_with_walls(lambda name, k: 4.0 if name == "cumsum" else 1.05)
+    assert res.fns["sum"].hidden_work is None
+    reason = res.fns["cumsum"].hidden_work
+    assert reason is not None and "fastest synchronised wall time per call 4.0000 ms" in reason
+    assert len(res.fns["cumsum"].wall_samples_ms) == 12
+
+
+def test_no_recheck_when_nothing_is_suspected() -> None:
+    res = _time_with_walls(lambda name, k: 1.0)
+    assert all(len(fr.wall_samples_ms) == 4 and fr.hidden_work is None for fr in res.fns.values())
+
+
 def test_rejects_bad_arguments() -> None:
     timer = CpuTimer()
     with pytest.raises(ValueError, match="at least one function"):

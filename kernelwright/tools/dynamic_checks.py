@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import inspect
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +21,10 @@ from kernelwright.tools.timing import MISSING, WATCHED_TIMERS, resolve_attribute
 from kernelwright.tools.verdicts import Reason
 
 # aten ops that move, view or allocate memory: not "computation" for the fallback check.
+WORK_SHARE_TARGET_MS = 2.0  # profiled work per round: enough that per-op noise averages out
+WORK_SHARE_MAX_CALLS = 100
+_perf_counter = time.perf_counter  # captured before any candidate is imported
+
 TRIVIAL_OPS = frozenset(
     f"aten::{n}"
     for n in (
@@ -176,6 +181,7 @@ class WorkShare:
     top_library_ops: list[tuple[str, float]] = field(default_factory=list)
     own_kernels: list[str] = field(default_factory=list)
     device: str = "cpu"
+    calls_per_round: int = 1
 
     @property
     def own_fraction(self) -> float:
@@ -224,31 +230,46 @@ def _attribute(prof: Any, device: str, own_kernel_names: tuple[str, ...]) -> tup
 
 
 def measure_work_share(
-    call: Callable[[], Any], *, device: str, own_kernel_names: tuple[str, ...], repeats: int = 5
+    call: Callable[[], Any],
+    *,
+    device: str,
+    own_kernel_names: tuple[str, ...],
+    repeats: int = 5,
+    target_ms: float = WORK_SHARE_TARGET_MS,
+    max_calls: int = WORK_SHARE_MAX_CALLS,
 ) -> WorkShare:
-    """Profile `call` and attribute time: on CUDA by kernel (own = the candidate's __global__ /
-    Triton kernel names), on the CPU by aten op (inside vs outside the extension's regions).
-    Each call is profiled on its own and the fastest attribution is kept: interference from
-    the rest of the machine only ever adds time."""
+    """Profile `call` and attribute time per call: on CUDA by kernel (own = the candidate's
+    __global__ / Triton kernel names), on the CPU by aten op (inside vs outside the extension's regions).
+
+    Each of `repeats` profiled rounds runs enough calls to cover about `target_ms` (an op of a few
+    microseconds is mostly profiler and thread wake-up noise on its own), and the fastest round is
+    kept: interference from the rest of the machine only ever adds time."""
     from torch.profiler import ProfilerActivity, profile
 
+    def run(n: int) -> None:
+        for _ in range(n):
+            call()
+        if device == "cuda":
+            torch.cuda.synchronize()
+
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
-    call()  # unprofiled warm-up: first-call costs (allocator, lazy init) would skew the comparison
-    if device == "cuda":
-        torch.cuda.synchronize()
+    run(1)  # unprofiled warm-up: first-call costs (allocator, lazy init) would skew the comparison
+    start = _perf_counter()
+    run(1)
+    call_ms = (_perf_counter() - start) * 1e3
+    calls = max(1, min(max_calls, math.ceil(target_ms / max(call_ms, 1e-3))))
     best: tuple[float, dict[str, float], list[str]] | None = None
     kernels: set[str] = set()
     for _ in range(repeats):
         with profile(activities=activities) as prof:
-            call()
-            if device == "cuda":
-                torch.cuda.synchronize()
+            run(calls)
         own_ms, library, own_kernels = _attribute(prof, device, own_kernel_names)
+        own_ms, library = own_ms / calls, {name: ms / calls for name, ms in library.items()}
         kernels.update(own_kernels)
         if best is None or own_ms + sum(library.values()) < best[0] + sum(best[1].values()):
             best = (own_ms, library, own_kernels)
     assert best is not None
-    share = WorkShare(device=device, own_ms=best[0], library_ms=sum(best[1].values()))
+    share = WorkShare(device=device, own_ms=best[0], library_ms=sum(best[1].values()), calls_per_round=calls)
     share.top_library_ops = sorted(best[1].items(), key=lambda kv: -kv[1])[:3]
     share.own_kernels = sorted(kernels)
     return share

@@ -100,7 +100,12 @@ class _Context:
             path.unlink()
 
     def env(self) -> dict[str, str]:
-        env = {"KERNELWRIGHT_WORKER": "1"}
+        # Inductor's parallel-compile pool costs seconds to start and to tear down in every worker,
+        # and with a warm cache it compiles nothing: compile in-process unless the user chose otherwise.
+        env = {
+            "KERNELWRIGHT_WORKER": "1",
+            "TORCHINDUCTOR_COMPILE_THREADS": os.environ.get("TORCHINDUCTOR_COMPILE_THREADS", "1"),
+        }
         if self.opts.inductor_cache is not None:
             env["TORCHINDUCTOR_CACHE_DIR"] = str(self.opts.inductor_cache)
         if self.opts.device == "cpu" and self.opts.num_threads:
@@ -189,6 +194,10 @@ def _evaluate_one(ctx: _Context, path: Path, source: str, analysis: CandidateAna
     with WorkerProcess(job, workdir / "job.json", workdir / "worker.log", ctx.env()) as worker:
         build = worker.expect("build", ctx.opts.build_timeout_s)
         result.phase_seconds["build"] = build.seconds
+        loaded = build.message.data.get("seconds") if build.message is not None else None
+        if isinstance(loaded, (int, float)):  # the worker's own clock: importing the candidate (its build)
+            result.phase_seconds["load"] = float(loaded)
+            result.phase_seconds["worker_start"] = max(0.0, build.seconds - float(loaded))
         result.stderr_tail = worker.stderr_tail(3000)
         early = verdict_rules.build_failure(build)
         if early is not None:

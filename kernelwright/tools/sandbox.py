@@ -20,6 +20,8 @@ from pydantic import ValidationError
 from kernelwright.tools.jobs import WorkerJob, WorkerMessage
 from kernelwright.tools.verdicts import Reason
 
+CLOSE_GRACE_S = 1.0
+
 _SIGNALS = {
     signal.SIGSEGV: Reason.SEGFAULT,
     signal.SIGBUS: Reason.SEGFAULT,
@@ -164,11 +166,16 @@ class WorkerProcess:
             self.proc.wait(timeout=30)
 
     def close(self) -> None:
+        """End a worker whose results are all in: ask it to stop, give it a moment, then end its
+        whole process group (interpreter teardown of a CUDA process with compile-worker pools can
+        take seconds that nobody needs; the group kill also reaps children it left behind)."""
         self.send("stop")
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=CLOSE_GRACE_S)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.kill()
         self._log.close()
 
     def __enter__(self) -> WorkerProcess:

@@ -204,6 +204,22 @@ def judge_timing(result: EvalResult, data: dict[str, Any], device: str) -> None:
         if name != "candidate":
             result.speedups[name] = speedup(name, stats, cand)
     hidden = timed["candidate"].get("hidden_work")
+    busy = [name for name, fn in timed.items() if name != "candidate" and fn.get("hidden_work")]
+    if hidden and busy:
+        # The baselines' synchronised calls were slowed too, and PyTorch's ops leave no hidden work: the
+        # device was shared (another process), or the candidate keeps it busy between calls. Either way
+        # no number from this run is trusted; the verdict from the correctness phase stands.
+        result.speedups.clear()
+        note = (
+            f"timing not trusted: the synchronised wall times of the candidate and of {', '.join(busy)} "
+            "were all far above their event times (another process on the GPU, or work left running "
+            "between calls); rerun on an idle GPU"
+        )
+        result.flags.append(Flag(code="device_contended", message=note))
+        result.message += f"; {note}"
+        return
+    for name in busy:  # a baseline alone: its event median is too low, so that speedup is understated
+        result.flags.append(Flag(code="baseline_wall_mismatch", message=f"{name}: {timed[name]['hidden_work']}"))
     if hidden:  # the baselines timed beside it are then not trustworthy either: no speedup is reported
         result.speedups.clear()
         result.verdict, result.reason, result.message = Verdict.REJECTED, Reason.SIDE_STREAM, hidden

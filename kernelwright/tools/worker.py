@@ -319,6 +319,7 @@ class CandidateSession:
             "own_kernels": share.own_kernels,
             "ext_calls": sum(self.recorder.calls.values()) - calls_before,
             "device": share.device,
+            "calls_per_round": share.calls_per_round,
         }
 
     def timing(self) -> None:

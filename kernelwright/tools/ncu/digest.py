@@ -137,7 +137,8 @@ def classify(
             kind=Bottleneck.OCCUPANCY_LIMITED,
             reason=f"{both}; achieved occupancy {occ_achieved:.0f}% of theoretical {occ_theoretical:.0f}%",
         )
-    return Classification(kind=Bottleneck.LATENCY_BOUND, reason=f"{both}; stalls dominate")
+    side = "memory" if sol_mem > sol_sm else "SM"
+    return Classification(kind=Bottleneck.LATENCY_BOUND, reason=f"{both}; stalls dominate ({side} side higher)")
 
 
 _PEAK_KEYS = {"fp32": ("fp32", "FP32"), "fp16": ("fp16", "FP16", "bf16", "BF16"), "fp64": ("fp64", "FP64")}

@@ -1,0 +1,47 @@
+"""How the timing phase's evidence turns into a verdict: hidden work, a shared GPU, speedups."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelwright.tools.result import EvalResult
+from kernelwright.tools.stats import summarize
+from kernelwright.tools.verdict_rules import judge_timing
+from kernelwright.tools.verdicts import Reason, Verdict
+
+
+def _fn(median_ms: float, hidden: str | None = None) -> dict[str, Any]:
+    stats = summarize([median_ms * f for f in (0.99, 1.0, 1.0, 1.01, 1.0)])
+    return {"stats": stats.model_dump(mode="json"), "converged": True, "wall_median_ms": median_ms, "hidden_work": hidden}
+
+
+def _judge(**fns: dict[str, Any]) -> EvalResult:
+    result = EvalResult(problem="relu", candidate="c.py", verdict=Verdict.CORRECT, message="correct on 7 trials")
+    judge_timing(result, {"result": {"fns": fns}, "compile_time_s": 1.0}, "cuda")
+    return result
+
+
+def test_clean_timing_reports_speedups() -> None:
+    result = _judge(candidate=_fn(0.5), eager=_fn(1.0))
+    assert result.verdict is Verdict.CORRECT and result.speedups["eager"].ratio > 1.9
+    assert "speedup vs eager 2.00x" in result.message
+
+
+def test_hidden_work_in_the_candidate_alone_is_rejected() -> None:
+    result = _judge(candidate=_fn(0.1, "fastest synchronised wall time ..."), eager=_fn(1.0))
+    assert (result.verdict, result.reason) == (Verdict.REJECTED, Reason.SIDE_STREAM)
+    assert not result.speedups
+
+
+def test_a_shared_gpu_keeps_the_verdict_but_reports_no_speedup() -> None:
+    result = _judge(candidate=_fn(0.5, "slow walls"), eager=_fn(1.0, "slow walls"), compile=_fn(0.9))
+    assert result.verdict is Verdict.CORRECT and result.reason is None
+    assert not result.speedups
+    flag = next(f for f in result.flags if f.code == "device_contended")
+    assert "eager" in flag.message and "idle GPU" in result.message
+
+
+def test_a_baseline_alone_with_slow_walls_is_flagged() -> None:
+    result = _judge(candidate=_fn(0.5), eager=_fn(1.0, "slow walls"))
+    assert result.verdict is Verdict.CORRECT and "eager" in result.speedups
+    assert [f.code for f in result.flags] == ["baseline_wall_mismatch"]
