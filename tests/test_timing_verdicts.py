@@ -12,7 +12,12 @@ from kernelwright.tools.verdicts import Reason, Verdict
 
 def _fn(median_ms: float, hidden: str | None = None) -> dict[str, Any]:
     stats = summarize([median_ms * f for f in (0.99, 1.0, 1.0, 1.01, 1.0)])
-    return {"stats": stats.model_dump(mode="json"), "converged": True, "wall_median_ms": median_ms, "hidden_work": hidden}
+    return {
+        "stats": stats.model_dump(mode="json"),
+        "converged": True,
+        "wall_median_ms": median_ms,
+        "hidden_work": hidden,
+    }
 
 
 def _judge(**fns: dict[str, Any]) -> EvalResult:
