@@ -26,7 +26,7 @@ from kernelwright.problems import Problem, materialize
 from kernelwright.tools import verdict_rules
 from kernelwright.tools.environment import hardware_summary, library_versions
 from kernelwright.tools.fuzz import plan_trials
-from kernelwright.tools.jobs import TimingPlan, TrialPlan, WorkerJob
+from kernelwright.tools.jobs import CandidateAssignment, TimingPlan, TrialPlan, WorkerJob
 from kernelwright.tools.result import EvalResult, Flag
 from kernelwright.tools.sandbox import Outcome, WorkerProcess
 from kernelwright.tools.static_analysis import CandidateAnalysis, analyze_candidate
@@ -184,49 +184,77 @@ def _finish(result: EvalResult, verdict: Verdict, reason: Reason | None, message
     return result
 
 
-def _evaluate_one(ctx: _Context, path: Path, source: str, analysis: CandidateAnalysis, workdir: Path) -> EvalResult:
+def _start_worker(ctx: _Context, workdir: Path) -> WorkerProcess:
+    """A candidate worker started without its candidate: it sets up the harness and the baselines,
+    then waits for `candidate JSON` on stdin (see `CandidateAssignment`)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    job = _job(ctx, "candidate", None, workdir)
+    return WorkerProcess(job, workdir / "job.json", workdir / "worker.log", ctx.env())
+
+
+Acquire = Callable[[], tuple[Path, WorkerProcess]]
+
+
+def _evaluate_one(
+    ctx: _Context, path: Path, source: str, analysis: CandidateAnalysis, acquire: Acquire
+) -> tuple[EvalResult, Path | None]:
+    """One candidate's verdict, and the worker folder it used (None when no worker ran)."""
     result = _base_result(ctx, path, source, analysis)
     reject = verdict_rules.static_rejection(analysis)
     if reject is not None:
-        return _finish(result, verdict_rules.static_rejection_verdict(reject[0]), reject[0], reject[1])
-    workdir.mkdir(parents=True, exist_ok=True)
-    job = _job(ctx, "candidate", path, workdir, analysis)
-    with WorkerProcess(job, workdir / "job.json", workdir / "worker.log", ctx.env()) as worker:
-        build = worker.expect("build", ctx.opts.build_timeout_s)
-        result.phase_seconds["build"] = build.seconds
-        loaded = build.message.data.get("seconds") if build.message is not None else None
-        if isinstance(loaded, (int, float)):  # the worker's own clock: importing the candidate (its build)
-            result.phase_seconds["load"] = float(loaded)
-            result.phase_seconds["worker_start"] = max(0.0, build.seconds - float(loaded))
-        result.stderr_tail = worker.stderr_tail(3000)
-        early = verdict_rules.build_failure(build)
-        if early is not None:
-            return _finish(result, *early)
-        assert build.message is not None
-        builds = build.message.data.get("builds", [])
-        result.build_cached = all(b.get("cached") for b in builds) if builds else None
-        reference = ctx.await_reference()
-        ctx.opts.say(f"{path.name}: built in {build.seconds:.1f} s; checking correctness on {len(ctx.trials)} trials")
-        worker.send(" ".join(["correctness", ",".join(str(i) for i in ctx.skipped_trials())]).strip())
-        checked = worker.expect("correctness", ctx.opts.run_timeout_s)
-        result.phase_seconds["correctness"] = checked.seconds
-        result.stderr_tail = worker.stderr_tail(3000)
-        early = verdict_rules.run_failure(checked, Reason.CORRECTNESS_TIMEOUT)
-        if early is not None:
-            return _finish(result, *early)
-        assert checked.message is not None
-        verdict_rules.judge_correctness(result, reference, checked.message.data, ctx.expected, workdir, analysis)
-        if result.verdict != Verdict.CORRECT or not ctx.opts.timing:
-            return result
-        ctx.opts.say(f"{path.name}: correct; timing against {', '.join(ctx.opts.baselines)}")
-        worker.send("timing")
-        timed = worker.expect("timing", ctx.opts.run_timeout_s + ctx.opts.timing_plan.time_cap_s * 2)
-        result.phase_seconds["timing"] = timed.seconds
-        early = verdict_rules.run_failure(timed, Reason.TIMING_TIMEOUT)
-        if early is not None:
-            return _finish(result, *early)
-        assert timed.message is not None
-        verdict_rules.judge_timing(result, timed.message.data, ctx.opts.device)
+        return _finish(result, verdict_rules.static_rejection_verdict(reject[0]), reject[0], reject[1]), None
+    workdir, started = acquire()
+    assignment = CandidateAssignment(
+        candidate_path=path, own_kernel_names=list(analysis.cuda_kernels + analysis.triton_kernels)
+    )
+    with started as worker:
+        worker.send(f"candidate {assignment.model_dump_json()}")
+        return _run_candidate(ctx, worker, path, result, workdir, analysis), workdir
+
+
+def _run_candidate(
+    ctx: _Context, worker: WorkerProcess, path: Path, result: EvalResult, workdir: Path, analysis: CandidateAnalysis
+) -> EvalResult:
+    build = worker.expect("build", ctx.opts.build_timeout_s)
+    result.phase_seconds["build"] = build.seconds
+    data = build.message.data if build.message is not None else {}
+    loaded = data.get("seconds")
+    if isinstance(loaded, (int, float)):  # the worker's own clock: importing the candidate (its build)
+        result.phase_seconds["load"] = float(loaded)
+        # Until the candidate's import began: interpreter, torch, harness set-up and baselines
+        # (close to zero for a worker started ahead by an EvalSession).
+        result.phase_seconds["worker_start"] = max(0.0, build.seconds - float(loaded))
+    if isinstance(data.get("prepare_s"), (int, float)) and data["prepare_s"] > 0:
+        result.phase_seconds["baselines_prepare"] = float(data["prepare_s"])
+    result.stderr_tail = worker.stderr_tail(3000)
+    early = verdict_rules.build_failure(build)
+    if early is not None:
+        return _finish(result, *early)
+    assert build.message is not None
+    builds = build.message.data.get("builds", [])
+    result.build_cached = all(b.get("cached") for b in builds) if builds else None
+    reference = ctx.await_reference()
+    ctx.opts.say(f"{path.name}: built in {build.seconds:.1f} s; checking correctness on {len(ctx.trials)} trials")
+    worker.send(" ".join(["correctness", ",".join(str(i) for i in ctx.skipped_trials())]).strip())
+    checked = worker.expect("correctness", ctx.opts.run_timeout_s)
+    result.phase_seconds["correctness"] = checked.seconds
+    result.stderr_tail = worker.stderr_tail(3000)
+    early = verdict_rules.run_failure(checked, Reason.CORRECTNESS_TIMEOUT)
+    if early is not None:
+        return _finish(result, *early)
+    assert checked.message is not None
+    verdict_rules.judge_correctness(result, reference, checked.message.data, ctx.expected, workdir, analysis)
+    if result.verdict != Verdict.CORRECT or not ctx.opts.timing:
+        return result
+    ctx.opts.say(f"{path.name}: correct; timing against {', '.join(ctx.opts.baselines)}")
+    worker.send("timing")
+    timed = worker.expect("timing", ctx.opts.run_timeout_s + ctx.opts.timing_plan.time_cap_s * 2)
+    result.phase_seconds["timing"] = timed.seconds
+    early = verdict_rules.run_failure(timed, Reason.TIMING_TIMEOUT)
+    if early is not None:
+        return _finish(result, *early)
+    assert timed.message is not None
+    verdict_rules.judge_timing(result, timed.message.data, ctx.opts.device)
     return result
 
 
@@ -245,7 +273,8 @@ def _reverify(ctx: _Context, path: Path, source: str, analysis: CandidateAnalysi
         _make_trials(ctx.problem, ctx.opts, ctx.opts.base_seed + 977),
     )
     fresh.reference = _run_reference(fresh)
-    again = _evaluate_one(fresh, path, source, analysis, ctx.work / f"reverify-{path.stem}")
+    workdir = ctx.work / f"reverify-{path.stem}"
+    again, _ = _evaluate_one(fresh, path, source, analysis, lambda: (workdir, _start_worker(fresh, workdir)))
     if again.verdict == Verdict.CORRECT:
         result.suspicious = f"{why}; re-verified correct in a fresh process with new seeds and inputs"
         result.flags.append(Flag(code="suspicious_speedup", message=result.suspicious))
@@ -272,13 +301,13 @@ def _build_all(ctx: _Context, items: list[tuple[Path, CandidateAnalysis]]) -> No
         list(pool.map(build, items))
 
 
-def _write_evidence(out_dir: Path, path: Path, source: str, result: EvalResult, workdir: Path) -> None:
+def _write_evidence(out_dir: Path, path: Path, source: str, result: EvalResult, workdir: Path | None) -> None:
     folder = out_dir / path.stem
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "candidate.py").write_text(source)
     (folder / "result.json").write_text(result.to_json())
-    log_file = workdir / "worker.log"
-    if log_file.exists():
+    log_file = workdir / "worker.log" if workdir is not None else None
+    if log_file is not None and log_file.exists():
         shutil.copy(log_file, folder / "build-and-run.log")
 
 
@@ -293,31 +322,93 @@ def _scratch_root() -> str | None:
     return None
 
 
-def evaluate(problem: Problem, candidates: list[Path], opts: EvalOptions) -> list[EvalResult]:
-    """Evaluate each candidate against the problem; one EvalResult per candidate, in order."""
-    with tempfile.TemporaryDirectory(prefix="kw-eval-", dir=_scratch_root()) as tmp:
-        work = Path(tmp)
-        ctx = _Context(problem, opts, work, work / "data", _make_trials(problem, opts, opts.base_seed))
+class EvalSession:
+    """Evaluations of candidates for one problem, call after call (the agent's loop, or one CLI run).
+
+    The reference runs once per session, in its own worker, and its outputs are held in this
+    process (never on disk where a candidate could find them). Every candidate gets a fresh worker
+    of its own. With `warm=True`, after each `evaluate` call the next candidate's worker is started
+    ahead: interpreter, torch, the harness's set-up and the baselines (eager, torch.compile, run
+    once) are ready before that candidate exists, so its evaluation starts at its import. It is
+    started only after timing has finished, so it never runs beside a measurement.
+    """
+
+    def __init__(self, problem: Problem, opts: EvalOptions, *, warm: bool = False) -> None:
+        self.problem, self.opts, self.warm = problem, opts, warm
+        self._tmp = tempfile.TemporaryDirectory(prefix="kw-eval-", dir=_scratch_root())
+        work = Path(self._tmp.name)
+        self.ctx = _Context(problem, opts, work, work / "data", _make_trials(problem, opts, opts.base_seed))
+        self._pool = ThreadPoolExecutor(max_workers=1)
+        self._count = 0
+        self._spare: tuple[Path, WorkerProcess] | None = None
+        opts.say(
+            f"{problem.qualified}: drawing {len(self.ctx.trials)} trials and running the reference on {opts.device}"
+        )
+        self.ctx.pending = self._pool.submit(_run_reference, self.ctx)
+        if warm:
+            self._start_spare()
+
+    def _workdir(self) -> Path:
+        self._count += 1
+        return self.ctx.work / f"candidate-{self._count}"
+
+    def _start_spare(self) -> None:
+        workdir = self._workdir()
+        self._spare = (workdir, _start_worker(self.ctx, workdir))
+
+    def _acquire(self) -> tuple[Path, WorkerProcess]:
+        if self._spare is not None:
+            spare, self._spare = self._spare, None
+            return spare
+        workdir = self._workdir()
+        return workdir, _start_worker(self.ctx, workdir)
+
+    def wait_ready(self, timeout_s: float = 600.0) -> bool:
+        """Block until the worker started ahead has its baselines ready (False without one, or if it died)."""
+        if self._spare is None:
+            return False
+        return self._spare[1].expect("ready", timeout_s).ok
+
+    def evaluate(self, candidates: list[Path]) -> list[EvalResult]:
+        """Evaluate each candidate against the problem; one EvalResult per candidate, in order."""
+        ctx, opts = self.ctx, self.opts
         sources = [p.read_text() for p in candidates]
-        analyses = [analyze_candidate(s, problem_dtype=problem.meta.dtype) for s in sources]
+        analyses = [analyze_candidate(s, problem_dtype=self.problem.meta.dtype) for s in sources]
         runnable = [
             (p, a) for p, a in zip(candidates, analyses, strict=True) if verdict_rules.static_rejection(a) is None
         ]
-        opts.say(f"{problem.qualified}: drawing {len(ctx.trials)} trials and running the reference on {opts.device}")
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            ctx.pending = pool.submit(_run_reference, ctx)
-            if len(runnable) > 1:
-                ctx.opts.say(f"building {len(runnable)} candidates in parallel")
-                _build_all(ctx, runnable)
-            results = []
-            for index, (path, source, analysis) in enumerate(zip(candidates, sources, analyses, strict=True)):
-                workdir = work / f"candidate-{index}"
-                start = time.perf_counter()
-                ctx.opts.say(f"{path.name}: building and loading ({analysis.backend})")
-                result = _evaluate_one(ctx, path, source, analysis, workdir)
-                result = _reverify(ctx, path, source, analysis, result)
-                result.phase_seconds["total"] = time.perf_counter() - start
-                if opts.out_dir is not None:
-                    _write_evidence(opts.out_dir, path, source, result, workdir)
-                results.append(result)
+        if len(runnable) > 1:
+            opts.say(f"building {len(runnable)} candidates in parallel")
+            _build_all(ctx, runnable)
+        results = []
+        for path, source, analysis in zip(candidates, sources, analyses, strict=True):
+            start = time.perf_counter()
+            opts.say(f"{path.name}: building and loading ({analysis.backend})")
+            result, workdir = _evaluate_one(ctx, path, source, analysis, self._acquire)
+            result = _reverify(ctx, path, source, analysis, result)
+            result.phase_seconds["total"] = time.perf_counter() - start
+            if opts.out_dir is not None:
+                _write_evidence(opts.out_dir, path, source, result, workdir)
+            results.append(result)
+        if self.warm and self._spare is None:
+            self._start_spare()
         return results
+
+    def close(self) -> None:
+        if self._spare is not None:
+            self._spare[1].kill()
+            self._spare = None
+        self._pool.shutdown(wait=True)
+        self._tmp.cleanup()
+
+    def __enter__(self) -> EvalSession:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def evaluate(problem: Problem, candidates: list[Path], opts: EvalOptions) -> list[EvalResult]:
+    """Evaluate each candidate against the problem; one EvalResult per candidate, in order."""
+    with EvalSession(problem, opts) as session:
+        return session.evaluate(candidates)

@@ -47,6 +47,13 @@ class WorkerJob(BaseModel):
     )
 
 
+class CandidateAssignment(BaseModel):
+    """Sent to a candidate worker started ahead without a candidate (`candidate JSON` on stdin)."""
+
+    candidate_path: Path
+    own_kernel_names: list[str] = Field(default_factory=list)
+
+
 class WorkerMessage(BaseModel):
     """One JSON line from a worker: a phase starting, or a phase's result."""
 

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from kernelwright.tools.jobs import WorkerJob, WorkerMessage
 from kernelwright.tools.verdicts import Reason
 
-CLOSE_GRACE_S = 1.0
+CLOSE_GRACE_S = 0.05
 
 _SIGNALS = {
     signal.SIGSEGV: Reason.SEGFAULT,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -30,16 +31,34 @@ def _input_sets(job: WorkerJob) -> list[list[Any]]:
     return sets
 
 
-def time_candidate(job: WorkerJob, candidate: torch.nn.Module, baselines_ready: Callable[[], None]) -> dict[str, Any]:
+def _calling(fn: Callable[..., Any]) -> Callable[[Any], Any]:
+    return lambda xs: fn(*xs)
+
+
+@dataclass
+class Baselines:
+    """What the candidate is timed against, made ready before the candidate's code is imported."""
+
+    fns: dict[str, Callable[[Any], Any]]
+    input_sets: list[list[Any]]
+    compile_time_s: float | None = None
+    seconds: float = 0.0
+
+
+def prepare_baselines(job: WorkerJob) -> Baselines:
+    """The reference model (eager) and its torch.compile'd forms, compiled and run once, and the
+    rotating input sets. Run in the candidate's worker before the candidate is imported, so the
+    candidate cannot influence how the baselines are built."""
     assert job.timing is not None
     plan = job.timing
+    started = time.perf_counter()
     problem = load_problem_file(job.problem_path)
     inst = materialize(problem, job.size, seed=job.weight_seed)
     torch.manual_seed(job.weight_seed)
     reference = inst.make_model().to(job.device).eval()
-    fns: dict[str, Any] = {"candidate": lambda xs: candidate(*xs)}
+    fns: dict[str, Callable[[Any], Any]] = {}
     if "eager" in plan.baselines:
-        fns["eager"] = lambda xs: reference(*xs)
+        fns["eager"] = _calling(reference)
     input_sets = _input_sets(job)
     compile_time_s = None
     for mode, name in (("default", "compile"), ("max-autotune", "compile-max-autotune")):
@@ -52,12 +71,19 @@ def time_candidate(job: WorkerJob, candidate: torch.nn.Module, baselines_ready: 
         if job.device == "cuda":
             torch.cuda.synchronize()
         compile_time_s = time.perf_counter() - start
-        fns[name] = lambda xs, c=compiled: c(*xs)
-    baselines_ready()
+        fns[name] = _calling(compiled)
+    return Baselines(fns, input_sets, compile_time_s, time.perf_counter() - started)
+
+
+def time_candidate(job: WorkerJob, candidate: torch.nn.Module, baselines: Baselines) -> dict[str, Any]:
+    """Time the candidate interleaved with the prepared baselines on the same rotating inputs."""
+    assert job.timing is not None
+    plan = job.timing
+    fns: dict[str, Callable[[Any], Any]] = {"candidate": lambda xs: candidate(*xs), **baselines.fns}
     timer = CudaEventTimer() if job.device == "cuda" else CpuTimer()
     result = time_interleaved(
         fns,
-        input_sets,
+        baselines.input_sets,
         timer=timer,
         warmup=plan.warmup,
         min_reps=plan.min_reps,
@@ -68,7 +94,8 @@ def time_candidate(job: WorkerJob, candidate: torch.nn.Module, baselines_ready: 
     patched = timer_functions_intact()
     return {
         "result": result.model_dump(mode="json"),
-        "compile_time_s": compile_time_s,
-        "input_sets": len(input_sets),
+        "compile_time_s": baselines.compile_time_s,
+        "prepare_s": baselines.seconds,
+        "input_sets": len(baselines.input_sets),
         "patched_timers": patched,
     }

@@ -17,7 +17,7 @@ import traceback
 from pathlib import Path
 from typing import IO, Any
 
-from kernelwright.tools.jobs import WorkerJob, WorkerMessage
+from kernelwright.tools.jobs import CandidateAssignment, WorkerJob, WorkerMessage
 
 
 class Channel:
@@ -128,10 +128,23 @@ class CandidateSession:
             torch.set_num_threads(job.num_threads)
         _disable_tf32()
         dynamic_checks.warm_up_harness()
-        self.state_before = dynamic_checks.global_state()
-        self.ids_before = dynamic_checks.identity_snapshot()
         self.recorder = ExtensionRecorder()
         install(job.build_cache, self.recorder)
+        # The baselines are built before any candidate code runs (and torch.compile's own patches
+        # to torch are then part of the snapshot below, not mistaken for the candidate's).
+        self.baselines: Any = None
+        self.prepare_error: str | None = None
+        self.prepare_s = 0.0
+        if job.mode == "candidate" and job.timing is not None:
+            from kernelwright.tools.timing_run import prepare_baselines
+
+            try:
+                self.baselines = prepare_baselines(job)
+                self.prepare_s = self.baselines.seconds
+            except Exception as exc:  # the reference or torch.compile failed: reported at timing
+                self.prepare_error = _tail("".join(traceback.format_exception(exc)), 30)
+        self.state_before = dynamic_checks.global_state()
+        self.ids_before = dynamic_checks.identity_snapshot()
         self.module: Any = None
         self.model: Any = None
         self.rejections: list[tuple[str, str]] = []
@@ -187,6 +200,7 @@ class CandidateSession:
             "build",
             ok=True,
             seconds=time.perf_counter() - start,
+            prepare_s=self.prepare_s,
             builds=self.recorder.builds,
             rejections=self.rejections,
         )
@@ -320,19 +334,17 @@ class CandidateSession:
             "ext_calls": sum(self.recorder.calls.values()) - calls_before,
             "device": share.device,
             "calls_per_round": share.calls_per_round,
+            "reference_calls_per_round": ref_share.calls_per_round,
         }
 
     def timing(self) -> None:
-        from kernelwright.tools import dynamic_checks
         from kernelwright.tools.timing_run import time_candidate
 
         self.chan.send("phase", "timing")
+        if self.baselines is None:
+            raise RuntimeError(f"the baselines could not be prepared:\n{self.prepare_error or 'timing is off'}")
         self._check_tampering()
-
-        def baselines_ready() -> None:  # torch.compile itself patches torch: compare from here on
-            self.ids_before = dynamic_checks.identity_snapshot()
-
-        result = time_candidate(self.job, self.model, baselines_ready)
+        result = time_candidate(self.job, self.model, self.baselines)
         self._check_tampering()
         self.chan.send("result", "timing", rejections=self.rejections, **result)
 
@@ -347,6 +359,13 @@ def main(argv: list[str]) -> int:
         run_reference(job, chan)
         return 0
     session = CandidateSession(job, chan)
+    if job.candidate_path is None:  # started ahead (a spare): ready, now wait for the candidate
+        chan.send("result", "ready", prepare_s=session.prepare_s)
+        command, _, argument = chan.wait_command().partition(" ")
+        if command != "candidate":
+            return 0
+        assignment = CandidateAssignment.model_validate_json(argument)
+        job.candidate_path, job.own_kernel_names = assignment.candidate_path, assignment.own_kernel_names
     if not session.build() or job.mode == "build":
         return 0
     for phase in ("correctness", "timing"):

@@ -1,0 +1,48 @@
+"""EvalSession: the agent's loop of evaluations for one problem, with the next worker started ahead."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelwright.problems import resolve_problem
+from kernelwright.tools.evaluate import EvalSession
+from tests.candidates import harness_options, write_case
+from tests.candidates.cpu_kit import CASES, CORRECT
+
+pytestmark = pytest.mark.slow
+_BY_NAME = {c.name: c for c in CASES}
+
+
+def test_a_warm_session_keeps_every_verdict_and_starts_the_next_worker_ahead(
+    tmp_path: Path, shared_home: Path
+) -> None:
+    opts = harness_options(shared_home, "cpu", timing=True)
+    names = ["enables_tf32_hidden", "patched_torch_hidden", "uninitialised_output"]
+    with EvalSession(resolve_problem("relu"), opts, warm=True) as session:
+        assert session.wait_ready(120)  # the first worker was started with the session
+        [first] = session.evaluate([write_case(tmp_path, CORRECT.name, CORRECT.source())])
+        assert first.verdict.value == "correct", first.message
+        assert set(first.timings) == {"candidate", "eager"} and first.speedups["eager"].ratio > 0
+        for name in names:
+            assert session.wait_ready(120)  # started after the previous call's timing ended
+            case = _BY_NAME[name]
+            [result] = session.evaluate([write_case(tmp_path, case.name, case.source())])
+            # Baselines prepared before the candidate's import must not hide what the candidate changes.
+            assert (result.verdict.value, result.reason) == (case.verdict, case.reason), result.message
+        spare = session._spare
+        assert spare is not None and spare[1].proc.poll() is None
+    assert spare[1].proc.poll() is not None  # closing the session ends the worker started ahead
+
+
+def test_a_session_runs_the_reference_once_for_all_calls(tmp_path: Path, shared_home: Path) -> None:
+    opts = harness_options(shared_home, "cpu")
+    with EvalSession(resolve_problem("relu"), opts) as session:
+        for _ in range(2):
+            [result] = session.evaluate([write_case(tmp_path, CORRECT.name, CORRECT.source())])
+            assert result.verdict.value == "correct", result.message
+        logs = list(session.ctx.work.rglob("reference.log"))
+        assert len(logs) == 1
+        assert not list(session.ctx.work.rglob("reference_*.pt"))  # outputs held in memory, not on disk
+        assert not session.wait_ready(1)  # a cold session starts no worker ahead
