@@ -15,13 +15,12 @@ pytestmark = pytest.mark.slow
 _BY_NAME = {c.name: c for c in CASES}
 
 
-def test_a_warm_session_keeps_every_verdict_and_starts_the_next_worker_ahead(
-    tmp_path: Path, shared_home: Path
-) -> None:
+def test_a_warm_session_keeps_every_verdict_and_starts_the_next_worker_ahead(tmp_path: Path, shared_home: Path) -> None:
     opts = harness_options(shared_home, "cpu", timing=True)
     names = ["enables_tf32_hidden", "patched_torch_hidden", "uninitialised_output"]
     with EvalSession(resolve_problem("relu"), opts, warm=True) as session:
         assert session.wait_ready(120)  # the first worker was started with the session
+        assert session.wait_ready(1)  # and asking again does not wait for a second "ready"
         [first] = session.evaluate([write_case(tmp_path, CORRECT.name, CORRECT.source())])
         assert first.verdict.value == "correct", first.message
         assert set(first.timings) == {"candidate", "eager"} and first.speedups["eager"].ratio > 0
@@ -46,3 +45,23 @@ def test_a_session_runs_the_reference_once_for_all_calls(tmp_path: Path, shared_
         assert len(logs) == 1
         assert not list(session.ctx.work.rglob("reference_*.pt"))  # outputs held in memory, not on disk
         assert not session.wait_ready(1)  # a cold session starts no worker ahead
+
+
+def test_a_baseline_that_kills_its_worker_is_a_problem_error_not_the_candidates_crash(
+    tmp_path: Path, shared_home: Path
+) -> None:
+    from kernelwright.errors import ProblemError
+    from kernelwright.problems import load_problem_file
+    from tests.candidates.cpu_kit import TINY_PROBLEM
+
+    problem_file = tmp_path / "uncompilable.py"
+    body = "        if torch.compiler.is_compiling():\n            import os\n            os._exit(3)\n        return x * 1e-7"
+    problem_file.write_text(TINY_PROBLEM.replace("        return x * 1e-7", body))
+    opts = harness_options(shared_home, "cpu", timing=True, baselines=("eager", "compile"))
+    candidate = write_case(tmp_path, CORRECT.name, CORRECT.source())
+    with (
+        pytest.raises(ProblemError, match="preparing the baselines") as caught,
+        EvalSession(load_problem_file(problem_file), opts) as session,
+    ):
+        session.evaluate([candidate])
+    assert "before the candidate was loaded" in str(caught.value)

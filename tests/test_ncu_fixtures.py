@@ -111,3 +111,19 @@ def test_csv_fallback_agrees_with_ncu_report(name: str) -> None:
     assert digest.sol_memory_pct == pytest.approx(native.sol_memory_pct, rel=0.02, abs=0.2)
     assert digest.classification.kind is native.classification.kind
     assert digest.grid == native.grid and digest.block == native.block
+
+
+@needs_module
+def test_ncu_kernel_names_cross_check_the_candidates_own_kernels() -> None:
+    from kernelwright.tools.ncu import kernel_ownership
+    from kernelwright.tools.static_analysis import analyze_candidate
+
+    own = analyze_candidate((DATA / "src" / "relu_candidate.py").read_text()).cuda_kernels
+    assert own == ("kw_relu_kernel",)
+    mine = kernel_ownership(load_report(fixture("relu_candidate")), own)
+    assert mine.own_pct == 100.0 and mine.own_kernels == ["kw_relu_kernel"] and not mine.other_kernels
+    theirs = kernel_ownership(csv_report("relu_reference"), own)  # PyTorch's relu: none of it is "own"
+    assert theirs.own_pct == 0.0 and theirs.total_us > 0 and theirs.other_kernels
+    assert "0% of" in theirs.to_text() and "vectorized_elementwise_kernel" in theirs.to_text()
+    empty = kernel_ownership(csv_report("relu_reference"), ())
+    assert "none found in the source" in empty.to_text()

@@ -73,6 +73,12 @@ def test_profile_cuda_candidate(tmp_path: Path) -> None:
     # memory must be the dominant side either way, and it is never compute-bound.
     assert digest.classification.kind in {Bottleneck.MEMORY_BOUND, Bottleneck.LATENCY_BOUND}, digest.to_text()
     assert digest.sol_memory_pct > digest.sol_sm_pct, digest.to_text()  # type: ignore[operator]
+    # ncu's kernel records agree with the harness's static view of which kernels are the candidate's
+    from kernelwright.tools.ncu import kernel_ownership
+    from kernelwright.tools.static_analysis import analyze_candidate
+
+    owned = kernel_ownership(report, analyze_candidate(CANDIDATE.read_text()).cuda_kernels)
+    assert owned.own_pct is not None and owned.own_pct > 99, owned.to_text()
 
 
 def test_profile_pytorch_op(tmp_path: Path) -> None:

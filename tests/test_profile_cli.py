@@ -98,3 +98,21 @@ def test_ncu_missing_is_an_environment_error(monkeypatch: pytest.MonkeyPatch, tm
     monkeypatch.setenv("KERNELWRIGHT_NCU", str(tmp_path / "not-there" / "ncu"))
     code, _, err = invoke("profile", "--out", str(tmp_path / "ev"), "1_relu")
     assert code == ExitCode.ENVIRONMENT and "ncu" in err and "PATH" in err
+
+
+@needs_fixtures
+def test_profiling_a_candidate_reports_which_kernels_were_its_own(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A stand-in ncu that "profiles" by copying the candidate's recorded report to the -o path.
+    body = f'while [ "$1" != "-o" ]; do shift; done; cp {CAND} "$2"'
+    put_fake_ncu(monkeypatch, tmp_path / "bin", body)
+    candidate = DATA / "src" / "relu_candidate.py"
+    code, out, err = invoke("profile", "--out", str(tmp_path / "ev"), "1_relu", str(candidate))
+    assert code == ExitCode.OK, err
+    assert "== candidate kernels (ncu) ==" in out and "own kernels (kw_relu_kernel): 100% of" in out
+    code, out, err = invoke("profile", "--json", "--out", str(tmp_path / "ev"), "1_relu", str(candidate))
+    doc = json.loads(out)
+    assert (
+        doc["candidate_ownership"]["own_kernels"] == ["kw_relu_kernel"] and doc["candidate_ownership"]["own_pct"] == 100
+    )

@@ -21,10 +21,12 @@ from kernelwright.tools.ncu import (
     ProfileStatus,
     build_digest,
     diff,
+    kernel_ownership,
     load_report,
     profile_problem,
     run_ncu,
 )
+from kernelwright.tools.static_analysis import analyze_candidate
 
 log = logging.getLogger(__name__)
 GPU_NAME_METRIC = "device__attribute_display_name"
@@ -122,9 +124,17 @@ def _emit(as_json: bool, digests: dict[str, NcuDigest], extra: dict[str, Any]) -
         base, cand = digests.values()
         typer.echo("== diff (baseline -> candidate) ==")
         typer.echo(diff(base, cand).to_text())
+    if "candidate_ownership" in extra:
+        typer.echo(f"== candidate kernels (ncu) ==\n{extra['candidate_ownership']['text']}")
     for key, value in extra.items():
         if key.endswith("report"):
             typer.echo(f"{key}: {value}", err=True)
+
+
+def _ownership(candidate: Path, report_path: Path) -> dict[str, Any]:
+    analysis = analyze_candidate(candidate.read_text())
+    owned = kernel_ownership(load_report(report_path), analysis.cuda_kernels + analysis.triton_kernels)
+    return owned.model_dump(mode="json") | {"own_pct": owned.own_pct, "text": owned.to_text()}
 
 
 def _is_problem(args: list[str]) -> bool:
@@ -173,7 +183,9 @@ def register(app: typer.Typer) -> None:
         timeout: Annotated[float, typer.Option("--timeout", min=1, help="Seconds per ncu run.")] = 300.0,
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     ) -> int:
-        """Profile with Nsight Compute and print a short digest (duration, SOL, occupancy, stalls, findings)."""
+        """Profile with Nsight Compute and print a short digest (duration, SOL, occupancy, stalls, findings).
+
+        With REFERENCE CANDIDATE, both are profiled, the digests are diffed, and the candidate's own kernels (its __global__ / @triton.jit names) are matched against ncu's kernel records."""
         if report is not None:
             if targets:
                 raise UsageError("give either --report FILE or something to profile, not both")
@@ -209,6 +221,8 @@ def register(app: typer.Typer) -> None:
                 _raise_for(result)
                 assert result.report_path is not None
                 digests[name] = digest_file(result.report_path, kernel)
+                if cand is not None:  # ncu's second opinion on "the candidate's kernels did the work"
+                    extra["candidate_ownership"] = _ownership(cand, result.report_path)
                 extra[f"{name}_report"] = str(result.report_path)
                 extra[f"{name}_profile_s"] = round(result.duration_s, 2)
             _emit(as_json, digests, extra)

@@ -218,6 +218,15 @@ def _run_candidate(
     build = worker.expect("build", ctx.opts.build_timeout_s)
     result.phase_seconds["build"] = build.seconds
     data = build.message.data if build.message is not None else {}
+    # Failing before the candidate was loaded is the baselines' failure, not the candidate's.
+    before_candidate = build.message is None and "build" not in worker.phases_seen
+    if before_candidate or data.get("prepare_error"):
+        why = data.get("prepare_error") or build.detail or "no result"
+        raise ProblemError(
+            f"{ctx.problem.path}: preparing the baselines ({', '.join(ctx.opts.baselines)}) failed before "
+            f"the candidate was loaded: {str(why).strip().splitlines()[-1] if str(why).strip() else why}",
+            hint="`kernelwright problems run` runs the reference alone; `--baselines eager` skips torch.compile",
+        )
     loaded = data.get("seconds")
     if isinstance(loaded, (int, float)):  # the worker's own clock: importing the candidate (its build)
         result.phase_seconds["load"] = float(loaded)
@@ -341,6 +350,7 @@ class EvalSession:
         self._pool = ThreadPoolExecutor(max_workers=1)
         self._count = 0
         self._spare: tuple[Path, WorkerProcess] | None = None
+        self._spare_ready = False
         opts.say(
             f"{problem.qualified}: drawing {len(self.ctx.trials)} trials and running the reference on {opts.device}"
         )
@@ -355,6 +365,7 @@ class EvalSession:
     def _start_spare(self) -> None:
         workdir = self._workdir()
         self._spare = (workdir, _start_worker(self.ctx, workdir))
+        self._spare_ready = False
 
     def _acquire(self) -> tuple[Path, WorkerProcess]:
         if self._spare is not None:
@@ -367,7 +378,9 @@ class EvalSession:
         """Block until the worker started ahead has its baselines ready (False without one, or if it died)."""
         if self._spare is None:
             return False
-        return self._spare[1].expect("ready", timeout_s).ok
+        if not self._spare_ready:  # the worker says "ready" once
+            self._spare_ready = self._spare[1].expect("ready", timeout_s).ok
+        return self._spare_ready
 
     def evaluate(self, candidates: list[Path]) -> list[EvalResult]:
         """Evaluate each candidate against the problem; one EvalResult per candidate, in order."""

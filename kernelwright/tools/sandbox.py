@@ -84,6 +84,7 @@ class WorkerProcess:
             start_new_session=True,  # its own process group: a timeout kills compiler children too
         )
         self._lines: queue.Queue[str | None] = queue.Queue()
+        self.phases_seen: set[str] = set()  # phases the worker announced it was starting
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -139,6 +140,8 @@ class WorkerProcess:
                 message = WorkerMessage.model_validate_json(line)
             except ValidationError:
                 continue  # not protocol: ignore
+            if message.event == "phase":
+                self.phases_seen.add(message.phase)
             if message.event == "error":
                 text = str(message.data.get("detail", ""))
                 code = self._wait_exit()

@@ -201,6 +201,7 @@ class CandidateSession:
             ok=True,
             seconds=time.perf_counter() - start,
             prepare_s=self.prepare_s,
+            prepare_error=self.prepare_error,
             builds=self.recorder.builds,
             rejections=self.rejections,
         )

@@ -16,6 +16,7 @@ from kernelwright.tools.ncu.digest import (
     classify,
     roofline,
 )
+from kernelwright.tools.ncu.ownership import KernelOwnership, kernel_ownership
 from kernelwright.tools.ncu.report import Metric, NcuKernel, NcuReport, RuleResult, load_report
 from kernelwright.tools.ncu.runner import (
     DEFAULT_SECTIONS,
@@ -35,6 +36,7 @@ __all__ = [
     "Bottleneck",
     "Classification",
     "DigestDiff",
+    "KernelOwnership",
     "Metric",
     "NcuDigest",
     "NcuKernel",
@@ -52,6 +54,7 @@ __all__ = [
     "classify",
     "diff",
     "find_ncu",
+    "kernel_ownership",
     "load_report",
     "ncu_version",
     "profile_problem",
