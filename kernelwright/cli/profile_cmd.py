@@ -133,7 +133,7 @@ def _emit(as_json: bool, digests: dict[str, NcuDigest], extra: dict[str, Any]) -
 
 def _ownership(candidate: Path, report_path: Path) -> dict[str, Any]:
     analysis = analyze_candidate(candidate.read_text())
-    owned = kernel_ownership(load_report(report_path), analysis.cuda_kernels + analysis.triton_kernels)
+    owned = kernel_ownership(load_report(report_path), analysis.own_kernels)
     return owned.model_dump(mode="json") | {"own_pct": owned.own_pct, "text": owned.to_text()}
 
 

@@ -20,11 +20,11 @@ from kernelwright.tools.ext_hooks import REGION_PREFIX
 from kernelwright.tools.timing import MISSING, WATCHED_TIMERS, resolve_attribute
 from kernelwright.tools.verdicts import Reason
 
-# aten ops that move, view or allocate memory: not "computation" for the fallback check.
 WORK_SHARE_TARGET_MS = 2.0  # profiled work per round: enough that per-op noise averages out
 WORK_SHARE_MAX_CALLS = 100
 _perf_counter = time.perf_counter  # captured before any candidate is imported
 
+# aten ops that move, view or allocate memory: not "computation" for the fallback check.
 TRIVIAL_OPS = frozenset(
     f"aten::{n}"
     for n in (

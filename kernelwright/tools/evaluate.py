@@ -120,7 +120,7 @@ def _job(
     out_dir: Path,
     analysis: CandidateAnalysis | None = None,
 ) -> WorkerJob:
-    own = list(analysis.cuda_kernels + analysis.triton_kernels) if analysis else []
+    own = list(analysis.own_kernels) if analysis else []
     return WorkerJob(
         mode=mode,
         problem_path=ctx.problem.path,
@@ -204,9 +204,7 @@ def _evaluate_one(
     if reject is not None:
         return _finish(result, verdict_rules.static_rejection_verdict(reject[0]), reject[0], reject[1]), None
     workdir, started = acquire()
-    assignment = CandidateAssignment(
-        candidate_path=path, own_kernel_names=list(analysis.cuda_kernels + analysis.triton_kernels)
-    )
+    assignment = CandidateAssignment(candidate_path=path, own_kernel_names=list(analysis.own_kernels))
     with started as worker:
         worker.send(f"candidate {assignment.model_dump_json()}")
         return _run_candidate(ctx, worker, path, result, workdir, analysis), workdir
@@ -221,10 +219,10 @@ def _run_candidate(
     # Failing before the candidate was loaded is the baselines' failure, not the candidate's.
     before_candidate = build.message is None and "build" not in worker.phases_seen
     if before_candidate or data.get("prepare_error"):
-        why = data.get("prepare_error") or build.detail or "no result"
+        why = (str(data.get("prepare_error") or build.detail).strip() or "no result").splitlines()[-1]
         raise ProblemError(
             f"{ctx.problem.path}: preparing the baselines ({', '.join(ctx.opts.baselines)}) failed before "
-            f"the candidate was loaded: {str(why).strip().splitlines()[-1] if str(why).strip() else why}",
+            f"the candidate was loaded: {why}",
             hint="`kernelwright problems run` runs the reference alone; `--baselines eager` skips torch.compile",
         )
     loaded = data.get("seconds")

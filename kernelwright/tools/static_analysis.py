@@ -37,6 +37,11 @@ class CandidateAnalysis:
     findings: tuple[Finding, ...]
 
     @property
+    def own_kernels(self) -> tuple[str, ...]:
+        """The kernels the candidate defines itself (CUDA __global__ and @triton.jit functions)."""
+        return self.cuda_kernels + self.triton_kernels
+
+    @property
     def rejections(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.severity == "reject")
 

@@ -344,13 +344,14 @@ def time_interleaved(
                 return None
             return hidden_work_suspected(summarize(samples[name]).median_ms, min(walls[name]), timer.launch_overhead_ms)
 
-        for i in range(wall_reps):
-            for name in _rotated(names, i):
-                walls[name].append(timer.wall_ms(next_call(name)))
-        if any(hidden(name) for name in names):  # re-check: a busy neighbour on the GPU comes and goes
-            for i in range(2 * wall_reps):
+        def take_walls(rounds: int) -> None:
+            for i in range(rounds):
                 for name in _rotated(names, i):
                     walls[name].append(timer.wall_ms(next_call(name)))
+
+        take_walls(wall_reps)
+        if any(hidden(name) for name in names):  # re-check: a busy neighbour on the GPU comes and goes
+            take_walls(2 * wall_reps)
     elapsed_s = (_perf_counter_ns() - t_start) / 1e9
 
     results: dict[str, FnTiming] = {}

@@ -141,7 +141,7 @@ class CandidateSession:
             try:
                 self.baselines = prepare_baselines(job)
                 self.prepare_s = self.baselines.seconds
-            except Exception as exc:  # the reference or torch.compile failed: reported at timing
+            except Exception as exc:  # the reference or torch.compile failed: the harness reports it
                 self.prepare_error = _tail("".join(traceback.format_exception(exc)), 30)
         self.state_before = dynamic_checks.global_state()
         self.ids_before = dynamic_checks.identity_snapshot()
