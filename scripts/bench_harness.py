@@ -26,11 +26,11 @@ from pathlib import Path
 
 import torch
 
+from kernelwright.harness.options import EvalOptions, TimingPlan
+from kernelwright.harness.result import EvalResult
+from kernelwright.harness.session import EvalSession, evaluate
 from kernelwright.problems import resolve_problem
 from kernelwright.problems.solutions_index import bundled_solutions
-from kernelwright.tools.evaluate import EvalOptions, EvalSession, evaluate
-from kernelwright.tools.jobs import TimingPlan
-from kernelwright.tools.result import EvalResult
 
 
 def _summary(values: list[float]) -> dict[str, float]:

@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kernelwright.tools.ncu.runner import DEFAULT_SECTIONS, NcuOptions, profile_problem, run_ncu  # noqa: E402
+from kernelwright.profiler.runner import DEFAULT_SECTIONS, NcuOptions, profile_problem, run_ncu  # noqa: E402
 
 SRC = ROOT / "tests" / "data" / "ncu" / "src"
 

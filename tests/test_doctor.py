@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from kernelwright.cli import app
 from kernelwright.cli.doctor_cmd import Level, check_cxx, check_ncu, check_nsight_python, run_checks
-from kernelwright.tools.ncu.sweep import nsight_fits_ncu
+from kernelwright.profiler.sweep import nsight_fits_ncu
 
 
 def test_doctor_json_lists_every_check() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kernelwright.errors import UsageError
-from kernelwright.tools.result import SCHEMA_VERSION, EvalResult
+from kernelwright.harness.result import SCHEMA_VERSION, EvalResult
 from tests.candidates.cpu_kit import CASES, CORRECT
 
 CUDA_CANDIDATE = '''import torch

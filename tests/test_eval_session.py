@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from kernelwright.harness.session import EvalSession
 from kernelwright.problems import resolve_problem
-from kernelwright.tools.evaluate import EvalSession
 from tests.candidates import harness_options, write_case
 from tests.candidates.cpu_kit import CASES, CORRECT
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from kernelwright import fastext
+from kernelwright.harness.session import evaluate
 from kernelwright.problems import resolve_problem
 from kernelwright.problems.solutions_index import bundled_solutions
-from kernelwright.tools import fastext
-from kernelwright.tools.evaluate import evaluate
 from tests.candidates import harness_options
 
 SCALE = r"""
@@ -62,7 +62,7 @@ def test_errors_are_clear(cache: Path) -> None:
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (compiles without a GPU)")
 def test_cuda_source_compiles_with_nvcc_without_a_gpu(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KERNELWRIGHT_CUDA_ARCH", "sm_90a")
-    source = (Path(fastext.__file__).parents[1] / "problems/solutions/relu/cuda_fast.py").read_text()
+    source = (Path(fastext.__file__).parent / "problems/solutions/relu/cuda_fast.py").read_text()
     kernel = source.split('r"""', 1)[1].split('"""', 1)[0]
     library, cached, _ = fastext._build("kw_relu_cuda_fast_test", kernel, "cuda", ())
     assert library.is_file() and not cached

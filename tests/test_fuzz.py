@@ -7,10 +7,9 @@ import math
 import pytest
 import torch
 
-from kernelwright.problems.model import InputConstraint, ProblemMeta
-from kernelwright.tools.fuzz import (
+from kernelwright.harness.fuzz import (
     DISTRIBUTIONS,
-    TrialSpec,
+    TrialPlan,
     compare_outputs,
     draw_input,
     draw_inputs,
@@ -18,7 +17,8 @@ from kernelwright.tools.fuzz import (
     make_noncontiguous,
     plan_trials,
 )
-from kernelwright.tools.verdicts import Reason
+from kernelwright.harness.verdicts import Reason
+from kernelwright.problems.model import InputConstraint, ProblemMeta
 
 
 def test_plan_covers_distributions_variants_and_strides() -> None:
@@ -56,7 +56,7 @@ def test_indices_masks_and_fixed_inputs() -> None:
 def test_draws_are_reproducible_and_respect_the_problem_meta() -> None:
     meta = ProblemMeta(input_constraints={1: "indices:4"})
     templates = [torch.zeros(8, 4), torch.zeros(8, dtype=torch.long)]
-    spec = TrialSpec(0, 123, "large", None)
+    spec = TrialPlan(index=0, seed=123, distribution="large")
     a, b = draw_inputs(templates, meta, spec), draw_inputs(templates, meta, spec)
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     assert float(a[0].abs().max()) > 10  # large magnitudes

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from kernelwright.errors import ProblemError
+from kernelwright.harness.options import EvalOptions
+from kernelwright.harness.result import EvalResult
+from kernelwright.harness.session import evaluate
 from kernelwright.problems import load_problem_file, resolve_problem
-from kernelwright.tools.evaluate import EvalOptions, evaluate
-from kernelwright.tools.result import EvalResult
 from tests.candidates import harness_options, write_case
 from tests.candidates.cpu_kit import CASES, CORRECT, TINY_PROBLEM, ZEROS_FOR_TINY, Case, _model
 

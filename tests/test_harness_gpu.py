@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from kernelwright.harness.options import EvalOptions
+from kernelwright.harness.result import EvalResult
+from kernelwright.harness.session import evaluate
 from kernelwright.problems import resolve_problem
 from kernelwright.problems.solutions_index import all_solutions
-from kernelwright.tools.evaluate import EvalOptions, evaluate
-from kernelwright.tools.result import EvalResult
 from tests.candidates import harness_options, write_case
 from tests.candidates.cpu_kit import Case
 from tests.candidates.gpu_kit import CASES, CORRECT_CUDA, SIDE_STREAM, SPIN

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from kernelwright.tools.ncu import build_digest
-from kernelwright.tools.ncu.csv_fallback import from_csv_exports, parse_details_rules, parse_raw_csv
-from kernelwright.tools.ncu.report import normalize
+from kernelwright.profiler import build_digest
+from kernelwright.profiler.csv_fallback import from_csv_exports, parse_details_rules, parse_raw_csv
+from kernelwright.profiler.report import normalize
 
 RAW = """==PROF== Connected to process
 "ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","gpu__time_duration.sum","dram__bytes_read.sum","sm__throughput.avg.pct_of_peak_sustained_elapsed","gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed","launch__registers_per_thread","device__attribute_display_name"

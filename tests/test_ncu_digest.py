@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelwright.tools.ncu import (
+from kernelwright.profiler import (
     Bottleneck,
     Metric,
     NcuKernel,
@@ -13,7 +13,7 @@ from kernelwright.tools.ncu import (
     diff,
     roofline,
 )
-from kernelwright.tools.ncu import metrics as m
+from kernelwright.profiler import metrics as m
 
 
 def kernel(name: str = "k", **values: float) -> NcuKernel:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kernelwright.tools.ncu import Bottleneck, build_digest, diff, load_report
-from kernelwright.tools.ncu.csv_fallback import from_csv_exports
-from kernelwright.tools.ncu.report import ncu_report_available
+from kernelwright.profiler import Bottleneck, build_digest, diff, load_report
+from kernelwright.profiler.csv_fallback import from_csv_exports
+from kernelwright.profiler.report import ncu_report_available
 
 DATA = Path(__file__).parent / "data" / "ncu"
 REPORTS = ("multi_cnn", "relu_reference", "relu_candidate", "transpose_source", "transpose_no_warpstate")
@@ -115,8 +115,8 @@ def test_csv_fallback_agrees_with_ncu_report(name: str) -> None:
 
 @needs_module
 def test_ncu_kernel_names_cross_check_the_candidates_own_kernels() -> None:
-    from kernelwright.tools.ncu import kernel_ownership
-    from kernelwright.tools.static_analysis import analyze_candidate
+    from kernelwright.harness.checks.static.analysis import analyze_candidate
+    from kernelwright.profiler import kernel_ownership
 
     own = analyze_candidate((DATA / "src" / "relu_candidate.py").read_text()).cuda_kernels
     assert own == ("kw_relu_kernel",)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelwright.tools.ncu import (
+from kernelwright.profiler import (
     Bottleneck,
     NcuOptions,
     build_digest,
@@ -74,8 +74,8 @@ def test_profile_cuda_candidate(tmp_path: Path) -> None:
     assert digest.classification.kind in {Bottleneck.MEMORY_BOUND, Bottleneck.LATENCY_BOUND}, digest.to_text()
     assert digest.sol_memory_pct > digest.sol_sm_pct, digest.to_text()  # type: ignore[operator]
     # ncu's kernel records agree with the harness's static view of which kernels are the candidate's
-    from kernelwright.tools.ncu import kernel_ownership
-    from kernelwright.tools.static_analysis import analyze_candidate
+    from kernelwright.harness.checks.static.analysis import analyze_candidate
+    from kernelwright.profiler import kernel_ownership
 
     owned = kernel_ownership(report, analyze_candidate(CANDIDATE.read_text()).cuda_kernels)
     assert owned.own_pct is not None and owned.own_pct > 99, owned.to_text()
@@ -110,7 +110,7 @@ def test_bf16_gemm_is_compute_bound(tmp_path: Path) -> None:
 
 
 def test_sweep_over_input_sets(tmp_path: Path) -> None:
-    from kernelwright.tools.ncu import SweepSpec, run_sweep
+    from kernelwright.profiler import SweepSpec, run_sweep
 
     result = run_sweep(SweepSpec(problem="1_relu", size="small", runs=3), work_dir=tmp_path, timeout_s=240)
     assert result.ok, result.message + result.stderr_tail

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from kernelwright.errors import ExitCode
-from kernelwright.tools.ncu import DEFAULT_SECTIONS, NcuOptions, ProfileStatus, build_command, run_ncu
-from kernelwright.tools.ncu.runner import classify, ncu_version, target_command
+from kernelwright.profiler import DEFAULT_SECTIONS, NcuOptions, ProfileStatus, build_command, run_ncu
+from kernelwright.profiler.runner import classify, ncu_version, target_command
 
 
 def fake_ncu(folder: Path, body: str) -> Path:
@@ -51,7 +51,7 @@ def test_command_line_has_sections_filters_and_output(tmp_path: Path) -> None:
 
 def test_target_command_runs_the_target_module() -> None:
     cmd = target_command("1_relu", Path("c.py"), warmup=5, iters=2)
-    assert cmd[1:5] == ["-m", "kernelwright.tools.ncu.target", "1_relu", "c.py"]
+    assert cmd[1:5] == ["-m", "kernelwright.profiler.target", "1_relu", "c.py"]
     assert cmd[cmd.index("--warmup") + 1] == "5" and cmd[cmd.index("--iters") + 1] == "2"
 
 
@@ -65,7 +65,7 @@ def test_ok_run_returns_the_report(on_path, tmp_path: Path) -> None:  # type: ig
 def test_ncu_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # nothing there
     monkeypatch.delenv("KERNELWRIGHT_NCU", raising=False)
-    monkeypatch.setattr("kernelwright.tools.ncu.runner.Path.exists", lambda self: False)
+    monkeypatch.setattr("kernelwright.profiler.runner.Path.exists", lambda self: False)
     result = run_ncu(["true"], tmp_path / "r.ncu-rep")
     assert result.status is ProfileStatus.NCU_MISSING
     assert "ncu" in result.message and result.hint and "PATH" in result.hint

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from kernelwright.harness.options import EvalOptions
+from kernelwright.harness.session import evaluate
 from kernelwright.problems import resolve_problem
 from kernelwright.problems.solutions_index import BundledSolution, all_solutions
-from kernelwright.tools.evaluate import EvalOptions, evaluate
 
 pytestmark = pytest.mark.slow
 

@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from kernelwright.tools.static_analysis import CandidateAnalysis, analyze_candidate, detect_backend
-from kernelwright.tools.verdicts import Reason
+from kernelwright.harness.checks.static.analysis import CandidateAnalysis, analyze_candidate, detect_backend
+from kernelwright.harness.verdicts import Reason
 
 CUDA_SRC = """
 #include <torch/extension.h>

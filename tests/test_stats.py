@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from kernelwright.tools.stats import TimingStats, converged, median_ci_ranks, speedup, summarize
+from kernelwright.harness.timing.stats import TimingStats, converged, median_ci_ranks, speedup, summarize
 
 
 def test_summarize_known_data() -> None:

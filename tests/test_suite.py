@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from kernelwright.harness.verdicts import Reason, Verdict
 from kernelwright.problems.instance import import_module, materialize
 from kernelwright.problems.loader import builtin_problems
-from kernelwright.tools.verdicts import Reason, Verdict
 
 SOLUTIONS = Path(__file__).resolve().parents[1] / "kernelwright" / "problems" / "solutions"
 MANIFEST = SOLUTIONS / "manifest.json"

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from kernelwright.tools import timing
-from kernelwright.tools.timing import (
+from kernelwright.harness.timing import timers as timing
+from kernelwright.harness.timing.timers import (
     CpuTimer,
     CudaEventTimer,
     InterleavedResult,

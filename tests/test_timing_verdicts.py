@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelwright.tools.result import EvalResult
-from kernelwright.tools.stats import summarize
-from kernelwright.tools.verdict_rules import judge_timing
-from kernelwright.tools.verdicts import Reason, Verdict
+from kernelwright.harness.judge import judge_timing
+from kernelwright.harness.result import EvalResult
+from kernelwright.harness.timing.stats import summarize
+from kernelwright.harness.verdicts import Reason, Verdict
 
 
 def _fn(median_ms: float, hidden: str | None = None) -> dict[str, Any]:

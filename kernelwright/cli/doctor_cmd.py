@@ -18,8 +18,8 @@ import typer
 from pydantic import BaseModel
 
 from kernelwright.errors import ExitCode
-from kernelwright.tools.ncu.runner import NcuOptions, ProfileStatus, find_ncu, ncu_version, run_ncu
-from kernelwright.tools.ncu.sweep import nsight_fits_ncu, nsight_python_version
+from kernelwright.profiler.runner import NcuOptions, ProfileStatus, find_ncu, ncu_version, run_ncu
+from kernelwright.profiler.sweep import nsight_fits_ncu, nsight_python_version
 
 CMD_TIMEOUT_S = 30.0
 COMPILE_TIMEOUT_S = 60.0

@@ -13,23 +13,15 @@ from rich.table import Table
 
 from kernelwright.cli.context import AppState
 from kernelwright.errors import EnvironmentProblem, ExitCode, UsageError, worst
+from kernelwright.harness.checks.static.analysis import detect_backend
+from kernelwright.harness.options import DEFAULT_BASELINES, EvalOptions, parse_baselines
+from kernelwright.harness.result import EvalResult
+from kernelwright.harness.session import evaluate
 from kernelwright.problems import resolve_problem
 from kernelwright.problems.solutions_index import bundled_solutions
-from kernelwright.tools.evaluate import EvalOptions, evaluate
-from kernelwright.tools.result import EvalResult
-from kernelwright.tools.static_analysis import detect_backend
 
 out = Console(width=None if sys.stdout.isatty() else 160)  # logs and pipes get the whole table
 err = Console(stderr=True)
-BASELINES = ("eager", "compile", "compile-max-autotune")
-
-
-def _parse_baselines(text: str) -> tuple[str, ...]:
-    names = tuple(n.strip() for n in text.split(",") if n.strip())
-    bad = [n for n in names if n not in BASELINES]
-    if bad:
-        raise UsageError(f"unknown baseline(s) {', '.join(bad)}; choose from {', '.join(BASELINES)}")
-    return names
 
 
 def _fmt_ms(result: EvalResult, name: str) -> str:
@@ -105,7 +97,7 @@ def register(app: typer.Typer) -> None:
         ] = 5,
         baselines: Annotated[
             str, typer.Option("--baselines", help="Comma-separated: eager, compile, compile-max-autotune.")
-        ] = "eager,compile",
+        ] = ",".join(DEFAULT_BASELINES),
         no_timing: Annotated[bool, typer.Option("--no-timing", help="Check correctness only.")] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
         out_dir: Annotated[
@@ -147,18 +139,14 @@ def register(app: typer.Typer) -> None:
             backend = detect_backend(path.read_text())
             if backend in ("cuda", "triton") and chosen == "cpu":
                 raise EnvironmentProblem(f"{path} is a {backend} candidate and needs a GPU, but the device is cpu")
-        opts = EvalOptions(
+        opts = EvalOptions.from_settings(
+            settings,
             device="cuda" if chosen == "cuda" else "cpu",
             size="small" if size == "small" else "default",
             trials=trials,
-            baselines=_parse_baselines(baselines),
+            baselines=parse_baselines(baselines),
             timing=not no_timing,
-            build_timeout_s=settings.build_timeout_s,
-            run_timeout_s=settings.run_timeout_s,
-            build_jobs=settings.build_jobs,
             num_threads=torch.get_num_threads() if chosen == "cpu" else None,
-            build_cache=settings.build_cache_dir or settings.home / "build-cache",
-            inductor_cache=settings.inductor_cache_dir,
             out_dir=out_dir,
             progress=lambda message: err.print(f"[dim]{message}[/]", highlight=False),
         )

@@ -13,7 +13,8 @@ import typer
 
 from kernelwright.cli.context import AppState
 from kernelwright.errors import CandidateCrashed, EnvironmentProblem, ExitCode, KernelwrightError, UsageError
-from kernelwright.tools.ncu import (
+from kernelwright.harness.checks.static.analysis import analyze_candidate
+from kernelwright.profiler import (
     DEFAULT_SECTIONS,
     NcuDigest,
     NcuOptions,
@@ -26,7 +27,6 @@ from kernelwright.tools.ncu import (
     profile_problem,
     run_ncu,
 )
-from kernelwright.tools.static_analysis import analyze_candidate
 
 log = logging.getLogger(__name__)
 GPU_NAME_METRIC = "device__attribute_display_name"

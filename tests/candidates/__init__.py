@@ -6,8 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kernelwright.tools.evaluate import EvalOptions
-from kernelwright.tools.jobs import TimingPlan
+from kernelwright.harness.options import EvalOptions, TimingPlan
 
 
 def harness_options(home: Path, device: str, **overrides: Any) -> EvalOptions:

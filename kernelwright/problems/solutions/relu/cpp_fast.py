@@ -4,7 +4,7 @@
 import torch
 import torch.nn as nn
 
-from kernelwright.tools.fastext import load_kernels
+from kernelwright.fastext import load_kernels
 
 SOURCE = r"""
 #include <cstdint>

@@ -1,0 +1,311 @@
+"""Checks made while the candidate runs, inside its worker process:
+
+- global state (TF32, matmul precision, default dtype, determinism, thread count) before and after;
+- identity of torch's public functions and of the timers, before and after the candidate's import;
+- whether the candidate's own kernels carried the forward pass (torch.profiler).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from kernelwright.harness.build.hooks import REGION_PREFIX
+from kernelwright.harness.timing.timers import MISSING, WATCHED_TIMERS, resolve_attribute
+from kernelwright.harness.verdicts import Reason
+
+WORK_SHARE_TARGET_MS = 2.0  # profiled work per round: enough that per-op noise averages out
+WORK_SHARE_MAX_CALLS = 100
+_perf_counter = time.perf_counter  # captured before any candidate is imported
+
+# aten ops that move, view or allocate memory: not "computation" for the fallback check.
+TRIVIAL_OPS = frozenset(
+    f"aten::{n}"
+    for n in (
+        "empty",
+        "empty_like",
+        "empty_strided",
+        "zeros",
+        "zeros_like",
+        "ones",
+        "ones_like",
+        "full",
+        "full_like",
+        "fill_",
+        "zero_",
+        "view",
+        "reshape",
+        "_reshape_alias",
+        "as_strided",
+        "contiguous",
+        "clone",
+        "copy_",
+        "to",
+        "_to_copy",
+        "permute",
+        "transpose",
+        "t",
+        "expand",
+        "unsqueeze",
+        "squeeze",
+        "flatten",
+        "detach",
+        "alias",
+        "resize_",
+        "select",
+        "slice",
+        "narrow",
+        "unbind",
+        "split",
+        "chunk",
+        "lift_fresh",
+        "item",
+        "_local_scalar_dense",
+        "is_nonzero",
+        "size",
+        "stride",
+        "numel",
+        "dim",
+        "result_type",
+        "empty_affine_quantized",
+        "set_",
+        "record_stream",
+        "unfold",
+        "view_as",
+        "expand_as",
+        "reshape_as",
+        "_unsafe_view",
+        "movedim",
+        "squeeze_",
+        "unsqueeze_",
+    )
+)
+
+
+def warm_up_harness() -> None:
+    """Run the harness's own machinery once (the profiler wraps some torch functions on first
+    use), so the identity snapshot taken next sees only what the candidate changes."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]):
+        torch.ones(2).sum()
+
+
+def global_state() -> dict[str, Any]:
+    """The process-wide flags a candidate could flip to change precision or the baselines' speed."""
+    state: dict[str, Any] = {
+        "matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "default_dtype": str(torch.get_default_dtype()),
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "num_threads": torch.get_num_threads(),
+        "cudnn.benchmark": torch.backends.cudnn.benchmark,
+        "cudnn.deterministic": torch.backends.cudnn.deterministic,
+        "matmul.allow_fp16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+        "matmul.allow_bf16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+    }
+    return state
+
+
+def state_changes(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[Reason, str]]:
+    out = []
+    for key, value in before.items():
+        if after.get(key) != value:
+            precision = (
+                key in ("matmul.allow_tf32", "cudnn.allow_tf32", "float32_matmul_precision")
+                or "reduced_precision" in key
+            )
+            reason = Reason.PRECISION_DOWNGRADE if precision else Reason.GLOBAL_STATE
+            out.append((reason, f"the candidate changed {key} from {value!r} to {after.get(key)!r}"))
+    return out
+
+
+def _resolve_static(dotted: str) -> Any:
+    parent, _, attr = dotted.rpartition(".")
+    owner = resolve_attribute(parent)
+    if owner is MISSING:
+        return None
+    try:
+        return inspect.getattr_static(owner, attr)
+    except AttributeError:
+        return None
+
+
+def identity_snapshot() -> dict[str, int]:
+    """id() of every public callable of torch, torch.nn.functional, torch.Tensor and the timers."""
+    snap: dict[str, int] = {}
+    for prefix, namespace in (
+        ("torch", torch),
+        ("torch.nn.functional", torch.nn.functional),
+        ("torch.Tensor", torch.Tensor),
+        ("torch.nn.Module", torch.nn.Module),
+    ):
+        for name in dir(namespace):
+            if name.startswith("_") and not (name.startswith("__") and name.endswith("__")):
+                continue
+            try:  # static lookup: a classmethod fetched with getattr is a new bound object each time
+                value = inspect.getattr_static(namespace, name)
+            except AttributeError:
+                continue
+            if callable(value) or isinstance(value, classmethod | staticmethod | property):
+                snap[f"{prefix}.{name}"] = id(value)
+    for dotted in WATCHED_TIMERS:
+        value = _resolve_static(dotted)
+        if value is not None:
+            snap[dotted] = id(value)
+    return snap
+
+
+def identity_changes(before: dict[str, int], after: dict[str, int]) -> list[tuple[Reason, str]]:
+    out = []
+    for name, ident in before.items():
+        if after.get(name, ident) != ident:
+            reason = Reason.PATCHED_TIMER if name in WATCHED_TIMERS else Reason.PATCHED_TORCH
+            out.append((reason, f"the candidate replaced {name}"))
+    return out
+
+
+@dataclass
+class WorkShare:
+    """How the forward pass's work divided between the candidate's kernels and library ops."""
+
+    own_ms: float = 0.0
+    library_ms: float = 0.0
+    top_library_ops: list[tuple[str, float]] = field(default_factory=list)
+    own_kernels: list[str] = field(default_factory=list)
+    device: str = "cpu"
+    calls_per_round: int = 1
+
+    @property
+    def own_fraction(self) -> float:
+        total = self.own_ms + self.library_ms
+        return self.own_ms / total if total > 0 else 0.0
+
+
+def _has_region_ancestor(event: Any) -> bool:
+    parent = event.cpu_parent
+    while parent is not None:
+        if parent.name.startswith(REGION_PREFIX):
+            return True
+        parent = parent.cpu_parent
+    return False
+
+
+def _attribute(prof: Any, device: str, own_kernel_names: tuple[str, ...]) -> tuple[float, dict[str, float], list[str]]:
+    """(own ms, library ms per op or kernel, own kernel names) of one profiled call."""
+    own_ms = 0.0
+    library: dict[str, float] = {}
+    own_kernels: list[str] = []
+    if device == "cuda":
+        own = set(own_kernel_names)
+        for ev in prof.events():
+            if getattr(ev, "device_type", None) != torch.autograd.DeviceType.CUDA or ev.name.startswith(REGION_PREFIX):
+                continue  # only kernels: our own record_function regions are mirrored on the GPU timeline
+            ms = ev.device_time_total / 1e3
+            if any(name and name in ev.name for name in own):
+                own_ms += ms
+                own_kernels.append(ev.name)
+            else:
+                library[ev.name] = library.get(ev.name, 0.0) + ms
+        return own_ms, library, own_kernels
+    for ev in prof.events():
+        if ev.name.startswith(REGION_PREFIX) and not _has_region_ancestor(ev):
+            own_ms += ev.cpu_time_total / 1e3
+            own_kernels.append(ev.name[len(REGION_PREFIX) :])
+    for ev in prof.events():
+        if not ev.name.startswith("aten::") or ev.name in TRIVIAL_OPS:
+            continue
+        ms = ev.self_cpu_time_total / 1e3
+        library[ev.name] = library.get(ev.name, 0.0) + ms
+        if _has_region_ancestor(ev):
+            own_ms -= ms  # a library op called from inside the extension is not the candidate's work
+    return max(own_ms, 0.0), library, own_kernels
+
+
+def measure_work_share(
+    call: Callable[[], Any],
+    *,
+    device: str,
+    own_kernel_names: tuple[str, ...],
+    repeats: int = 5,
+    target_ms: float = WORK_SHARE_TARGET_MS,
+    max_calls: int = WORK_SHARE_MAX_CALLS,
+) -> WorkShare:
+    """Profile `call` and attribute time per call: on CUDA by kernel (own = the candidate's
+    __global__ / Triton kernel names), on the CPU by aten op (inside vs outside the extension's regions).
+
+    Each of `repeats` profiled rounds runs enough calls to cover about `target_ms` (an op of a few
+    microseconds is mostly profiler and thread wake-up noise on its own), and the fastest round is
+    kept: interference from the rest of the machine only ever adds time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    def run(n: int) -> None:
+        for _ in range(n):
+            call()
+        if device == "cuda":
+            torch.cuda.synchronize()
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    run(1)  # unprofiled warm-up: first-call costs (allocator, lazy init) would skew the comparison
+    call_ms = float("inf")
+    for _ in range(3):  # the fastest of a few: one slow call must not shrink the rounds to a single call
+        start = _perf_counter()
+        run(1)
+        call_ms = min(call_ms, (_perf_counter() - start) * 1e3)
+    calls = max(1, min(max_calls, math.ceil(target_ms / max(call_ms, 1e-3))))
+    best: tuple[float, dict[str, float], list[str]] | None = None
+    kernels: set[str] = set()
+    for _ in range(repeats):
+        with profile(activities=activities) as prof:
+            run(calls)
+        own_ms, library, own_kernels = _attribute(prof, device, own_kernel_names)
+        own_ms, library = own_ms / calls, {name: ms / calls for name, ms in library.items()}
+        kernels.update(own_kernels)
+        if best is None or own_ms + sum(library.values()) < best[0] + sum(best[1].values()):
+            best = (own_ms, library, own_kernels)
+    assert best is not None
+    share = WorkShare(device=device, own_ms=best[0], library_ms=sum(best[1].values()), calls_per_round=calls)
+    share.top_library_ops = sorted(best[1].items(), key=lambda kv: -kv[1])[:3]
+    share.own_kernels = sorted(kernels)
+    return share
+
+
+def output_settles(output: Any, *, device: str, wait_s: float = 0.05) -> bool:
+    """True when the output no longer changes after forward returned (and the device synced):
+    work finishing later (another thread, a lazy tensor) changes it."""
+    tensors = [t for t in (output if isinstance(output, list | tuple) else [output]) if isinstance(t, torch.Tensor)]
+    if device == "cuda":
+        torch.cuda.synchronize()
+    snapshot = [t.detach().clone() for t in tensors]
+    time.sleep(wait_s)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return all(
+        torch.equal(a, b) or (a.isnan().any() and torch.equal(a.nan_to_num(), b.nan_to_num()))
+        for a, b in zip(snapshot, tensors, strict=True)
+    )
+
+
+def aliases_input(output: Any, inputs: list[Any]) -> bool:
+    """Does any output tensor share memory with an input?"""
+    outs = [t for t in (output if isinstance(output, list | tuple) else [output]) if isinstance(t, torch.Tensor)]
+    spans = []
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.numel() > 0:
+            storage = x.untyped_storage()
+            spans.append((storage.data_ptr(), storage.data_ptr() + storage.nbytes()))
+    for t in outs:
+        if t.numel() == 0:
+            continue
+        start = t.untyped_storage().data_ptr()
+        end = start + t.untyped_storage().nbytes()
+        if any(start < hi and lo < end for lo, hi in spans):
+            return True
+    return False

@@ -1,0 +1,323 @@
+"""Static checks over the C++/CUDA sources embedded in a candidate (tree-sitter-cuda)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from kernelwright.harness.checks.static.common import FindingSink, Severity, cuda_parser, text, walk
+from kernelwright.harness.checks.static.pysource import Resolved
+
+_LAUNCH_APIS = {
+    "cudaLaunchKernel",
+    "cudaLaunchKernelEx",
+    "cudaLaunchCooperativeKernel",
+    "cuLaunchKernel",
+    "cudaLaunchKernelExC",
+}
+_STREAM_CREATORS = {"cudaStreamCreate", "cudaStreamCreateWithFlags", "cudaStreamCreateWithPriority", "cuStreamCreate"}
+_CURRENT_STREAM = {"getCurrentCUDAStream", "getDefaultCUDAStream"}
+_DEFAULT_STREAMS = {"0", "nullptr", "NULL", "cudaStreamDefault", "cudaStreamLegacy", "cudaStreamPerThread"}
+_THREADS = {"std::thread", "std::jthread", "std::async", "pthread_create", "boost::thread"}
+_GRAPHS = {"cudaGraphLaunch", "cudaStreamBeginCapture", "cudaGraphInstantiate", "cudaGraphCreate"}
+_HALF_TYPES = {
+    "__half",
+    "half",
+    "__half2",
+    "half2",
+    "__nv_bfloat16",
+    "__nv_bfloat162",
+    "nv_bfloat16",
+    "nv_bfloat162",
+    "__nv_fp8_e4m3",
+    "__nv_fp8_e5m2",
+}
+_HALF_QUALIFIED = {"Half", "BFloat16", "kHalf", "kFloat16", "kBFloat16", "tf32"}
+_HALF_CALL_PREFIXES = (
+    "__float2half", "__half2float", "__float22half2", "__half22float2", "__float2bfloat16",
+    "__bfloat162float", "__float_to_tf32", "__float2tf32", "__hadd", "__hsub", "__hmul",
+    "__hfma", "__hdiv", "__hneg", "hexp", "hsqrt", "hrsqrt",
+)  # fmt: skip
+_TORCH_CPP_TRIVIAL = {
+    "empty",
+    "empty_like",
+    "empty_strided",
+    "zeros",
+    "zeros_like",
+    "ones",
+    "ones_like",
+    "full",
+    "full_like",
+    "from_blob",
+    "tensor",
+    "arange",
+    "TensorOptions",
+    "dtype",
+    "device",
+    "Device",
+    "DeviceGuard",
+    "OptionalDeviceGuard",
+    "IntArrayRef",
+    "Scalar",
+}
+TENSOR_COMPUTE_METHODS = {
+    "matmul", "mm", "bmm", "addmm", "baddbmm", "einsum", "softmax", "log_softmax", "sum", "mean",
+    "exp", "log", "relu", "relu_", "sigmoid", "tanh", "gelu", "max", "min", "amax", "amin", "norm",
+    "var", "std", "add", "add_", "mul", "mul_", "sub", "sub_", "div", "div_", "pow", "sqrt",
+    "rsqrt", "abs", "clamp", "clamp_", "cumsum", "cumprod", "prod", "argmax", "argmin", "topk",
+    "sort", "masked_fill", "where", "conv2d", "linear", "layer_norm", "dot", "matrix_power",
+    "logsumexp", "square", "neg", "reciprocal", "erf", "sin", "cos", "softplus", "silu",
+    "hardtanh", "leaky_relu", "elu", "selu", "mish", "floor", "ceil", "round", "any", "all",
+}  # fmt: skip
+
+
+@dataclass
+class CppFacts:
+    """What the C++/CUDA sources of all extensions define, launch and do."""
+
+    kernels: dict[str, int | None] = field(default_factory=dict)  # __global__ name -> file line
+    launched: set[str] = field(default_factory=set)  # called with <<<...>>>
+    api_launched: set[str] = field(default_factory=set)  # names inside cudaLaunchKernel(...) and friends
+    referenced: set[str] = field(default_factory=set)  # identifiers used outside their definition
+    bound_functions: set[str] = field(default_factory=set)  # m.def("name", ...)
+    torch_ops: list[str] = field(default_factory=list)
+
+
+def _leaves(node: Node) -> set[str]:
+    kinds = ("identifier", "field_identifier", "type_identifier", "namespace_identifier")
+    return {text(n) for n in walk(node) if n.type in kinds}
+
+
+def _function_name(node: Node | None) -> str:
+    """Last name part of a call's function (`ns::f<T>` -> `f`)."""
+    if node is None:
+        return ""
+    if node.type == "template_function":
+        return _function_name(node.child_by_field_name("name"))
+    if node.type == "qualified_identifier":
+        return _function_name(node.child_by_field_name("name"))
+    if node.type == "field_expression":
+        return text(node.child_by_field_name("field")).split("<")[0]
+    return text(node).split("<")[0].strip()
+
+
+def _qualified(node: Node | None) -> str:
+    return "".join(text(node).split()).split("<")[0]
+
+
+def _enclosing_function(node: Node) -> Node | None:
+    parent = node.parent
+    while parent is not None and parent.type != "function_definition":
+        parent = parent.parent
+    return parent
+
+
+def _is_device_code(function: Node | None) -> bool:
+    return function is not None and any(c.type in ("__global__", "__device__") for c in function.children)
+
+
+class _SourceChecker:
+    """Checks one embedded source; findings carry candidate-file lines where they can be mapped."""
+
+    def __init__(self, source: Resolved, label: str, fp32: bool, facts: CppFacts, sink: FindingSink) -> None:
+        self.source = source
+        self.label = label
+        self.fp32 = fp32
+        self.facts = facts
+        self.sink = sink
+        self.root = cuda_parser().parse(source.text.encode("utf-8")).root_node
+        self.good_streams: set[str] = set()
+        self.bad_streams: set[str] = set()
+        self.static_pointers: set[str] = set()
+        self.precision_seen: set[str] = set()
+
+    def where(self, node: Node) -> tuple[int | None, str]:
+        row = node.start_point.row
+        line = self.source.file_line(row)
+        if line is not None:
+            return line, f"{self.label}"
+        return None, f"{self.label}, line {row + 1} of that source"
+
+    def add(self, code: str, what: str, node: Node, severity: Severity) -> None:
+        line, place = self.where(node)
+        self.sink.add(code, f"{what} ({place}).", line, severity)
+
+    def run(self) -> None:
+        self._index_streams_and_statics()
+        for node in walk(self.root):
+            kind = node.type
+            if kind == "function_definition" and any(c.type == "__global__" for c in node.children):
+                self._kernel_definition(node)
+            elif kind == "call_expression":
+                self._call(node)
+            elif kind == "declaration":
+                self._declaration(node)
+            elif kind == "binary_expression":
+                self._comparison(node)
+            elif kind == "gnu_asm_expression":
+                self._asm(node)
+            elif kind in ("type_identifier", "qualified_identifier", "identifier"):
+                self._name(node)
+
+    # ---- passes ------------------------------------------------------------------------
+    def _index_streams_and_statics(self) -> None:
+        for node in walk(self.root):
+            if node.type == "init_declarator":
+                target = node.child_by_field_name("declarator")
+                value = node.child_by_field_name("value")
+                if target is not None and value is not None:
+                    self._classify_stream_var(_function_name(target), value)
+            elif node.type == "assignment_expression":
+                target = node.child_by_field_name("left")
+                value = node.child_by_field_name("right")
+                if target is not None and target.type == "identifier" and value is not None:
+                    self._classify_stream_var(text(target), value)
+            elif node.type == "call_expression" and _function_name(node.child_by_field_name("function")) in (
+                _STREAM_CREATORS
+            ):
+                self.bad_streams |= _leaves(node.child_by_field_name("arguments") or node)
+            elif node.type == "declaration" and _is_static(node):
+                for declarator in node.children_by_field_name("declarator"):
+                    if "*" in text(declarator).split("=")[0] or "ptr" in text(node.child_by_field_name("type")):
+                        self.static_pointers.add(_declared_name(declarator))
+
+    def _classify_stream_var(self, name: str, value: Node) -> None:
+        names = _leaves(value)
+        if "getStreamFromPool" in names or names & self.bad_streams:
+            self.bad_streams.add(name)
+        elif names & _CURRENT_STREAM or names & self.good_streams:
+            self.good_streams.add(name)
+
+    def _kernel_definition(self, node: Node) -> None:
+        declarator = node.child_by_field_name("declarator")
+        while declarator is not None and declarator.type != "function_declarator":
+            declarator = declarator.child_by_field_name("declarator")
+        if declarator is None:
+            return
+        name = _function_name(declarator.child_by_field_name("declarator"))
+        self.facts.kernels.setdefault(name, self.where(node)[0])
+
+    def _call(self, node: Node) -> None:
+        function = node.child_by_field_name("function")
+        name = _function_name(function)
+        qualified = _qualified(function)
+        config = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
+        if config is not None:
+            self.facts.launched.add(name)
+            self._launch_stream(node, config)
+        if name in _LAUNCH_APIS:
+            self.facts.api_launched |= _leaves(node.child_by_field_name("arguments") or node)
+        if name in _STREAM_CREATORS or name == "getStreamFromPool":
+            self.add("side_stream", f"Creates a side CUDA stream with {qualified}", node, "reject")
+        if qualified in _THREADS or name == "pthread_create":
+            self.add("side_stream", f"Starts host work on another thread with {qualified}", node, "reject")
+        if name in _GRAPHS:
+            self.add("cuda_graph_replay", f"Uses CUDA graphs ({name})", node, "flag")
+        if name == "def" and function is not None and function.type == "field_expression":
+            args = node.child_by_field_name("arguments")
+            first = args.named_children[0] if args and args.named_children else None
+            if first is not None and first.type == "string_literal":
+                self.facts.bound_functions.add(text(first).strip('"'))
+        if self.fp32 and name.startswith(_HALF_CALL_PREFIXES):
+            self._precision(name, node)
+        if not _is_device_code(_enclosing_function(node)):
+            self._torch_call(node, function, name, qualified)
+
+    def _torch_call(self, node: Node, function: Node | None, name: str, qualified: str) -> None:
+        head = qualified.split("::")[0]
+        if head in ("torch", "at") and "::cuda::" not in qualified and name not in _TORCH_CPP_TRIVIAL:
+            if qualified.count("::") >= 1 and not name[:1].isupper():
+                self.facts.torch_ops.append(qualified)
+                self.add("torch_fallback", f"Calls the PyTorch op {qualified} from C++", node, "flag")
+        elif function is not None and function.type == "field_expression" and name in TENSOR_COMPUTE_METHODS:
+            self.facts.torch_ops.append(f".{name}")
+            self.add("torch_fallback", f"Calls the tensor method .{name}() from C++", node, "flag")
+        elif name.startswith(("cublas", "cudnn")):
+            self.add("torch_fallback", f"Calls the vendor library function {name} instead of a kernel", node, "flag")
+
+    def _launch_stream(self, call: Node, config: Node) -> None:
+        args = [c for c in config.named_children if c.type != "comment"]
+        if len(args) < 4:
+            return
+        stream = args[3]
+        names = _leaves(stream)
+        if text(stream) in _DEFAULT_STREAMS or stream.type == "null":
+            return
+        if "getStreamFromPool" in names or names & self.bad_streams:
+            self.add("side_stream", f"Launches on a non-default stream '{text(stream)}'", call, "reject")
+        elif not (names & _CURRENT_STREAM or names & self.good_streams):
+            what = f"Launches on stream '{text(stream)}', which is not provably the current stream"
+            self.add("side_stream", what, call, "flag")
+
+    def _declaration(self, node: Node) -> None:
+        declarators = node.children_by_field_name("declarator")
+        if not declarators or all(d.type == "function_declarator" for d in declarators):
+            return
+        type_text = text(node.child_by_field_name("type"))
+        at_namespace_scope = node.parent is not None and node.parent.type in ("translation_unit", "declaration_list")
+        if "Tensor" in type_text and (_is_static(node) or at_namespace_scope):
+            names = ", ".join(_declared_name(d) for d in declarators)
+            what = f"Keeps a tensor in a static/global variable '{names}' across calls (a result cache)"
+            self.add("input_cache", what, node, "reject")
+
+    def _comparison(self, node: Node) -> None:
+        if text(node.child_by_field_name("operator")) not in ("==", "!="):
+            return
+        names = _leaves(node)
+        if names & self.static_pointers and names & {"data_ptr", "const_data_ptr", "mutable_data_ptr", "data"}:
+            what = "Compares an input's data pointer with a pointer saved in a static variable"
+            self.add("input_cache", what, node, "reject")
+
+    def _asm(self, node: Node) -> None:
+        if not self.fp32:
+            return
+        body = " ".join(text(s) for s in walk(node) if s.type == "string_content")
+        if ("mma" in body or "cvt" in body) and any(t in body for t in (".f16", ".bf16", ".tf32", ".e4m3")):
+            self._precision("inline PTX with f16/bf16/tf32 operands", node)
+
+    def _name(self, node: Node) -> None:
+        if node.type == "type_identifier" and text(node) in _HALF_TYPES and self.fp32:
+            self._precision(text(node), node)
+        elif node.type == "qualified_identifier" and (
+            node.parent is None or node.parent.type != "qualified_identifier"
+        ):
+            qualified = _qualified(node)
+            if qualified.split("::")[-1] in _HALF_QUALIFIED and self.fp32:
+                self._precision(qualified, node)
+            parent = node.parent
+            is_callee = parent is not None and parent.type == "call_expression"
+            if qualified in _THREADS and not is_callee:  # calls are reported by _call
+                self.add("side_stream", f"Starts host work on another thread with {qualified}", node, "reject")
+
+    def _precision(self, token: str, node: Node) -> None:
+        if token in self.precision_seen:
+            return
+        self.precision_seen.add(token)
+        what = f"Uses reduced precision ({token}) in a float32 problem"
+        self.add("precision_downgrade", what, node, "reject")
+
+
+def _is_static(node: Node) -> bool:
+    return any(c.type == "storage_class_specifier" and text(c) == "static" for c in node.children)
+
+
+def _declared_name(declarator: Node) -> str:
+    node: Node | None = declarator
+    while node is not None and node.type not in ("identifier", "field_identifier"):
+        node = node.child_by_field_name("declarator")
+    return text(node) if node is not None else text(declarator)
+
+
+def analyze_sources(sources: list[tuple[Resolved, str]], *, fp32: bool, sink: FindingSink) -> CppFacts:
+    """Check every embedded source; `sources` pairs a resolved source with a label for messages."""
+    facts = CppFacts()
+    for source, label in sources:
+        if not source.text.strip():
+            continue
+        checker = _SourceChecker(source, label, fp32, facts, sink)
+        checker.run()
+        for node in walk(checker.root):
+            if node.type == "identifier" and node.parent is not None and node.parent.type != "function_declarator":
+                facts.referenced.add(text(node))
+    return facts

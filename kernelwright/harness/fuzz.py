@@ -1,0 +1,229 @@
+"""Correctness fuzzing: which trials to run, how to draw their inputs, and how to compare outputs.
+
+Inputs are drawn in the reference worker and saved; the candidate worker loads the very same
+values, so both sides see identical inputs without relying on matching RNG streams.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from pydantic import BaseModel, ConfigDict
+
+from kernelwright.harness.verdicts import Reason
+from kernelwright.problems.model import InputConstraint, ProblemMeta
+
+DISTRIBUTIONS = ("uniform", "normal", "large", "tiny", "signed")
+# A candidate may be this many times as far from the exact result as PyTorch's own fp32 reference
+# (different summation orders round differently); real bugs are orders of magnitude beyond it.
+ROUNDOFF_FACTOR = 16.0
+
+
+class TrialPlan(BaseModel):
+    """One correctness trial: which shapes, which value distribution, which seed. The harness plans
+    them and sends them to its workers in the job file."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int
+    seed: int
+    distribution: str
+    variant: int | None = None  # None: the default input shapes
+    contiguous: bool = True
+
+
+def plan_trials(n_trials: int, n_variants: int, base_seed: int) -> list[TrialPlan]:
+    """At least `n_trials` trials over the default shapes cycling through every distribution,
+    then one per shape variant, then one non-contiguous trial."""
+    plans: list[TrialPlan] = []
+
+    def add(seed: int, distribution: str, variant: int | None, contiguous: bool = True) -> None:
+        plans.append(
+            TrialPlan(index=len(plans), seed=seed, distribution=distribution, variant=variant, contiguous=contiguous)
+        )
+
+    for i in range(max(n_trials, len(DISTRIBUTIONS))):
+        add(base_seed + 7919 * i, DISTRIBUTIONS[i % len(DISTRIBUTIONS)], None)
+    for v in range(n_variants):
+        add(base_seed + 104729 + 31 * v, DISTRIBUTIONS[(v + 1) % len(DISTRIBUTIONS)], v)
+    add(base_seed + 1299709, "normal", None, contiguous=False)
+    return plans
+
+
+def _draw_float(template: torch.Tensor, dist: str, gen: torch.Generator) -> torch.Tensor:
+    shape, dtype = template.shape, template.dtype
+    if dist == "uniform":
+        x = torch.rand(shape, generator=gen)
+    elif dist == "normal":
+        x = torch.randn(shape, generator=gen)
+    elif dist == "large":
+        x = torch.randn(shape, generator=gen) * 100.0
+    elif dist == "tiny":
+        x = torch.randn(shape, generator=gen) * 1e-3
+    elif dist == "signed":
+        x = (torch.rand(shape, generator=gen) * 2 - 1) * 4.0
+    else:
+        raise ValueError(f"unknown distribution {dist!r}")
+    return x.to(dtype)
+
+
+def draw_input(template: Any, constraint: InputConstraint, bound: int | None, dist: str, gen: torch.Generator) -> Any:
+    """A fresh value shaped like `template`, respecting the problem's declared constraint."""
+    if not isinstance(template, torch.Tensor) or constraint == InputConstraint.FIXED:
+        return template.clone() if isinstance(template, torch.Tensor) else template
+    shape, dtype = template.shape, template.dtype
+    if dtype == torch.bool or constraint == InputConstraint.MASK:
+        mask = torch.rand(shape, generator=gen) < 0.5
+        return mask if dtype == torch.bool else mask.to(dtype)
+    if not dtype.is_floating_point or constraint == InputConstraint.INDICES:
+        if constraint != InputConstraint.INDICES and bound is None:
+            return template.clone()  # integer data we know nothing about: keep it
+        high = bound if bound is not None else int(template.max().item()) + 1 if template.numel() else 1
+        return torch.randint(0, max(high, 1), shape, generator=gen, dtype=dtype)
+    if constraint == InputConstraint.UNIT:
+        return torch.rand(shape, generator=gen).to(dtype)
+    if constraint == InputConstraint.DISTRIBUTION:
+        return torch.softmax(torch.randn(shape, generator=gen) * 2, dim=-1).to(dtype)
+    x = _draw_float(template, dist, gen)
+    if constraint == InputConstraint.POSITIVE:
+        floor = 1e-3 if dist == "tiny" else 0.1
+        return x.abs() + floor
+    if constraint == InputConstraint.NONNEGATIVE:
+        return x.abs()
+    return x
+
+
+def make_noncontiguous(x: Any) -> Any:
+    """The same values in a strided view (every other element of a wider buffer)."""
+    if not isinstance(x, torch.Tensor) or x.dim() == 0 or not x.dtype.is_floating_point:
+        return x
+    wide = torch.zeros((*x.shape[:-1], x.shape[-1] * 2), dtype=x.dtype, device=x.device)
+    view = wide[..., ::2]
+    view.copy_(x)
+    return view
+
+
+def draw_inputs(templates: Sequence[Any], meta: ProblemMeta, spec: TrialPlan) -> list[Any]:
+    gen = torch.Generator().manual_seed(spec.seed)
+    values = []
+    for i, template in enumerate(templates):
+        constraint, bound = meta.constraint(i)
+        value = draw_input(template, constraint, bound, spec.distribution, gen)
+        values.append(value if spec.contiguous else make_noncontiguous(value))
+    return values
+
+
+@dataclass(frozen=True)
+class Comparison:
+    passed: bool
+    reason: Reason | None
+    detail: str
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    mismatch_fraction: float | None = None
+    first_mismatches: tuple[tuple[int, ...], ...] = ()
+
+
+def roundoff_of(model: torch.nn.Module, inputs: Sequence[Any], reference: Any) -> list[float | None] | None:
+    """Per output: max |fp32 reference - fp64 run of the same model|, or None where the model
+    cannot run in fp64 (an op without a double kernel) or the output is not float32."""
+    import copy
+
+    try:
+        doubled = copy.deepcopy(model).double()
+        args = [v.double() if isinstance(v, torch.Tensor) and v.dtype == torch.float32 else v for v in inputs]
+        with torch.no_grad():
+            exact = doubled(*args)
+    except Exception:  # the reference's ops may not all have fp64 kernels: no slack then
+        return None
+    out: list[float | None] = []
+    for r, e in zip(_as_list(reference), _as_list(exact), strict=False):
+        if (
+            isinstance(r, torch.Tensor)
+            and isinstance(e, torch.Tensor)
+            and r.dtype == torch.float32
+            and r.shape == e.shape
+        ):
+            diff = (r.double() - e).abs()
+            finite = diff[torch.isfinite(diff)]
+            out.append(float(finite.max()) if finite.numel() else None)
+        else:
+            out.append(None)
+    return out
+
+
+def _as_list(output: Any) -> list[Any]:
+    return list(output) if isinstance(output, list | tuple) else [output]
+
+
+def compare_outputs(
+    reference: Any, candidate: Any, atol: float, rtol: float, roundoff: Sequence[float | None] | None = None
+) -> Comparison:
+    """Compare every output tensor: structure, shape, dtype, NaN/Inf, then values with
+    |c - r| <= atol + rtol * |r| + ROUNDOFF_FACTOR * e, where e is the largest difference between
+    the fp32 reference and the same model run in fp64 (the reference's own round-off: sums whose
+    terms cancel are only that exact). NaN where the reference has NaN counts as equal."""
+    refs, cands = _as_list(reference), _as_list(candidate)
+    if len(refs) != len(cands):
+        return Comparison(False, Reason.SHAPE_MISMATCH, f"{len(cands)} outputs, the reference returns {len(refs)}")
+    worst_abs = worst_rel = 0.0
+    worst_frac = 0.0
+    for k, (r, c) in enumerate(zip(refs, cands, strict=True)):
+        name = f"output {k}" if len(refs) > 1 else "output"
+        if not isinstance(r, torch.Tensor):
+            if r != c:
+                return Comparison(False, Reason.OUTPUT_MISMATCH, f"{name}: {c!r} != reference {r!r}")
+            continue
+        if not isinstance(c, torch.Tensor):
+            return Comparison(False, Reason.SHAPE_MISMATCH, f"{name} is a {type(c).__name__}, not a tensor")
+        if c.shape != r.shape:
+            return Comparison(
+                False, Reason.SHAPE_MISMATCH, f"{name} has shape {list(c.shape)}, the reference {list(r.shape)}"
+            )
+        if c.dtype != r.dtype:
+            return Comparison(False, Reason.DTYPE_MISMATCH, f"{name} has dtype {c.dtype}, the reference {r.dtype}")
+        r64, c64 = r.detach().to("cpu", torch.float64), c.detach().to("cpu", torch.float64)
+        r_finite, c_finite = torch.isfinite(r64), torch.isfinite(c64)
+        bad_nonfinite = r_finite & ~c_finite
+        if bool(bad_nonfinite.any()):
+            idx = bad_nonfinite.nonzero()[:5].tolist()
+            return Comparison(
+                False,
+                Reason.NONFINITE_OUTPUT,
+                f"{name} has NaN/Inf where the reference is finite, first at {idx}",
+                first_mismatches=tuple(tuple(i) for i in idx),
+            )
+        nonfinite_agree = (~r_finite) & (~c_finite) & ((r64 == c64) | (r64.isnan() & c64.isnan()))
+        diff = (c64 - r64).abs()
+        diff = torch.where(nonfinite_agree, torch.zeros_like(diff), diff)
+        diff = torch.where(~r_finite & ~nonfinite_agree, torch.full_like(diff, math.inf), diff)
+        slack = (roundoff[k] if roundoff is not None and k < len(roundoff) else None) or 0.0
+        allowed = atol + ROUNDOFF_FACTOR * float(slack) + rtol * r64.abs().nan_to_num(posinf=0.0, neginf=0.0)
+        bad = diff > allowed
+        abs_err = float(diff.max()) if diff.numel() else 0.0
+        rel = diff / r64.abs().clamp_min(atol)
+        rel_err = float(rel.max()) if rel.numel() else 0.0
+        frac = float(bad.float().mean()) if bad.numel() else 0.0
+        worst_abs, worst_rel, worst_frac = max(worst_abs, abs_err), max(worst_rel, rel_err), max(worst_frac, frac)
+        if bool(bad.any()):
+            idx = bad.nonzero()[:5].tolist()
+            first = tuple(idx[0])
+            detail = (
+                f"{name}: {int(bad.sum())} of {bad.numel()} values differ (max abs err {abs_err:.3g}, "
+                f"max rel err {rel_err:.3g}); first at {list(first)}: got {float(c64[first]):.6g}, "
+                f"expected {float(r64[first]):.6g}"
+            )
+            return Comparison(
+                False, Reason.OUTPUT_MISMATCH, detail, abs_err, rel_err, frac, tuple(tuple(i) for i in idx)
+            )
+    return Comparison(True, None, "", worst_abs, worst_rel, worst_frac)
+
+
+def is_constant(output: Any) -> bool:
+    """All elements of every output tensor are equal (a candidate returning zeros, say)."""
+    tensors = [t for t in _as_list(output) if isinstance(t, torch.Tensor) and t.numel() > 1]
+    return bool(tensors) and all(bool((t == t.reshape(-1)[0]).all()) for t in tensors)

@@ -1,0 +1,90 @@
+"""What one evaluation is asked to do: `EvalOptions` (built from the settings in one call,
+`EvalOptions.from_settings`) and the timing plan the workers follow.
+
+No torch here: the CLI reads the baseline names and defaults without paying for `import torch`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from kernelwright.config import Settings
+from kernelwright.errors import UsageError
+
+log = logging.getLogger(__name__)
+
+BASELINES = ("eager", "compile", "compile-max-autotune")
+DEFAULT_BASELINES = ("eager", "compile")
+
+
+def parse_baselines(text: str) -> tuple[str, ...]:
+    """`eager,compile` -> ("eager", "compile"); unknown names are a usage error."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    bad = [n for n in names if n not in BASELINES]
+    if bad:
+        raise UsageError(f"unknown baseline(s) {', '.join(bad)}; choose from {', '.join(BASELINES)}")
+    return names
+
+
+class TimingPlan(BaseModel):
+    """How the timing phase samples: warm-up calls, repetitions, the convergence target, the time
+    cap and how many rotating input sets (within a memory budget) it cycles through."""
+
+    warmup: int = 3
+    min_reps: int = 10
+    max_reps: int = 500
+    target_rel_ci: float = 0.01
+    time_cap_s: float = 20.0
+    input_sets: int = 3
+    memory_budget_bytes: int = 2 << 30
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    device: Literal["cpu", "cuda"] = "cpu"
+    size: Literal["default", "small"] = "default"
+    trials: int = 5
+    baselines: tuple[str, ...] = DEFAULT_BASELINES
+    timing: bool = True
+    weight_seed: int = 42
+    base_seed: int = 1234
+    suspicious_speedup: float = 10.0
+    build_timeout_s: float = 600.0
+    run_timeout_s: float = 300.0
+    build_jobs: int = 0
+    num_threads: int | None = None
+    build_cache: Path = Path("build-cache")
+    inductor_cache: Path | None = None
+    out_dir: Path | None = None
+    timing_plan: TimingPlan = field(default_factory=TimingPlan)
+    progress: Callable[[str], None] | None = field(default=None, compare=False)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: Any) -> EvalOptions:
+        """The options a command or the agent runs with: locations and limits from the settings,
+        then `overrides` (flags; None values are ignored). `device` must be resolved already
+        (`cpu` or `cuda`, never `auto`)."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise TypeError(f"unknown EvalOptions field(s): {', '.join(unknown)}")
+        assert settings.build_cache_dir is not None  # derived by Settings
+        base = cls(
+            build_timeout_s=settings.build_timeout_s,
+            run_timeout_s=settings.run_timeout_s,
+            build_jobs=settings.build_jobs,
+            build_cache=settings.build_cache_dir,
+            inductor_cache=settings.inductor_cache_dir,
+        )
+        return replace(base, **{k: v for k, v in overrides.items() if v is not None})
+
+    def say(self, message: str) -> None:
+        log.info(message)
+        if self.progress is not None:
+            self.progress(message)

@@ -1,0 +1,47 @@
+"""The messages between the harness and its worker processes (a job file in, JSON lines out)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from kernelwright.harness.fuzz import TrialPlan
+from kernelwright.harness.options import TimingPlan
+
+
+class WorkerJob(BaseModel):
+    mode: Literal["reference", "candidate", "build"]
+    problem_path: Path
+    candidate_path: Path | None = None
+    size: Literal["default", "small"] = "default"
+    device: Literal["cpu", "cuda"] = "cpu"
+    weight_seed: int = 42
+    trials: list[TrialPlan] = Field(default_factory=list)
+    data_dir: Path = Field(description="Where the reference worker writes inputs/outputs and the candidate reads them.")
+    out_dir: Path = Field(description="Where this worker writes its own outputs.")
+    build_cache: Path
+    num_threads: int | None = None
+    own_kernel_names: list[str] = Field(default_factory=list)
+    timing: TimingPlan | None = None
+    baselines: list[str] = Field(default_factory=list, description="What the candidate is timed against.")
+    repeat_trial: int = 0
+    skip_trials: list[int] = Field(
+        default_factory=list, description="Trials the reference could not run (strided inputs it rejects)."
+    )
+
+
+class CandidateAssignment(BaseModel):
+    """Sent to a candidate worker started ahead without a candidate (`candidate JSON` on stdin)."""
+
+    candidate_path: Path
+    own_kernel_names: list[str] = Field(default_factory=list)
+
+
+class WorkerMessage(BaseModel):
+    """One JSON line from a worker: a phase starting, or a phase's result."""
+
+    event: Literal["phase", "result", "error"]
+    phase: str
+    data: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,190 @@
+"""Run a worker in its own process with a time limit per phase; a crash, hang or OOM becomes a
+value (`Outcome`), never an exception, and never takes the harness down."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from kernelwright.harness.process.jobs import WorkerJob, WorkerMessage
+from kernelwright.harness.verdicts import Reason
+
+CLOSE_GRACE_S = 0.05
+
+_SIGNALS = {
+    signal.SIGSEGV: Reason.SEGFAULT,
+    signal.SIGBUS: Reason.SEGFAULT,
+    signal.SIGABRT: Reason.ABORT,
+    signal.SIGFPE: Reason.ABORT,
+    signal.SIGILL: Reason.ABORT,
+    signal.SIGKILL: Reason.OUT_OF_MEMORY,
+}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A phase's end: its result message, or how the worker died or timed out."""
+
+    message: WorkerMessage | None
+    died: Reason | None = None
+    timed_out: bool = False
+    detail: str = ""
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.message is not None and self.message.event == "result"
+
+
+def classify_death(returncode: int | None, stderr_tail: str) -> tuple[Reason, str]:
+    text = stderr_tail.lower()
+    if "illegal memory access" in text or "misaligned address" in text:
+        return Reason.ILLEGAL_MEMORY_ACCESS, "the kernel made an illegal memory access"
+    if "unspecified launch failure" in text or "launch timed out" in text:
+        return (
+            Reason.LAUNCH_FAILURE,
+            "the GPU aborted the kernel (unspecified launch failure: a fault or the driver's watchdog)",
+        )
+    if "out of memory" in text or "outofmemoryerror" in text:
+        return Reason.OUT_OF_MEMORY, "the candidate ran out of memory"
+    if returncode is not None and returncode < 0:
+        sig = signal.Signals(-returncode)
+        reason = _SIGNALS.get(sig, Reason.PROCESS_DIED)
+        note = " (killed: likely the out-of-memory killer)" if sig == signal.SIGKILL else ""
+        return reason, f"the worker died of {sig.name}{note}"
+    return Reason.PROCESS_DIED, f"the worker exited with status {returncode}"
+
+
+class WorkerProcess:
+    """One worker subprocess. `expect(phase, timeout)` waits for that phase's result."""
+
+    def __init__(self, job: WorkerJob, job_file: Path, log_file: Path, env: dict[str, str] | None = None) -> None:
+        job_file.write_text(job.model_dump_json(indent=1))
+        self.log_file = log_file
+        self._log: IO[bytes] = open(log_file, "ab")  # noqa: SIM115 (closed in close()/__exit__)
+        child_env = {**os.environ, **(env or {})}
+        child_env.setdefault("PYTHONUNBUFFERED", "1")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kernelwright.harness.process.worker", str(job_file)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            env=child_env,
+            start_new_session=True,  # its own process group: a timeout kills compiler children too
+        )
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self.phases_seen: set[str] = set()  # phases the worker announced it was starting
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            self._lines.put(raw.decode(errors="replace"))
+        self._lines.put(None)
+
+    def stderr_tail(self, limit: int = 4000) -> str:
+        self._log.flush()
+        try:
+            data = self.log_file.read_bytes()
+        except OSError:
+            return ""
+        return data[-limit:].decode(errors="replace")
+
+    def send(self, command: str) -> None:
+        if self.proc.stdin is None or self.proc.poll() is not None:
+            return
+        try:
+            self.proc.stdin.write((command + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+
+    def expect(self, phase: str, timeout_s: float) -> Outcome:
+        """Wait up to timeout_s for `phase`'s result (the clock starts now)."""
+        start = time.monotonic()
+        deadline = start + timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.kill()
+                return Outcome(
+                    None,
+                    timed_out=True,
+                    detail=f"{phase} took longer than {timeout_s:.0f} s",
+                    seconds=time.monotonic() - start,
+                )
+            try:
+                line = self._lines.get(timeout=min(remaining, 0.5))
+            except queue.Empty:
+                continue
+            if line is None:  # the worker's stdout closed: it exited
+                try:
+                    code = self.proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self.kill()
+                    code = None
+                reason, detail = classify_death(code, self.stderr_tail())
+                return Outcome(None, died=reason, detail=detail, seconds=time.monotonic() - start)
+            try:
+                message = WorkerMessage.model_validate_json(line)
+            except ValidationError:
+                continue  # not protocol: ignore
+            if message.event == "phase":
+                self.phases_seen.add(message.phase)
+            if message.event == "error":
+                text = str(message.data.get("detail", ""))
+                code = self._wait_exit()
+                reason, detail = classify_death(code, text + "\n" + self.stderr_tail())
+                return Outcome(
+                    message,
+                    died=reason,
+                    detail=f"{detail}: {text.splitlines()[-1] if text else ''}",
+                    seconds=time.monotonic() - start,
+                )
+            if message.event == "result" and message.phase == phase:
+                return Outcome(message, seconds=time.monotonic() - start)
+
+    def _wait_exit(self) -> int | None:
+        try:
+            return self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=30)
+
+    def close(self) -> None:
+        """End a worker whose results are all in: ask it to stop, give it a moment, then end its
+        whole process group (interpreter teardown of a CUDA process with compile-worker pools can
+        take seconds that nobody needs; the group kill also reaps children it left behind)."""
+        self.send("stop")
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=CLOSE_GRACE_S)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=30)
+        self._log.close()
+
+    def __enter__(self) -> WorkerProcess:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.kill() if exc[0] is not None else self.close()
+        if not self._log.closed:
+            self._log.close()

@@ -1,0 +1,382 @@
+"""The worker process: `python -m kernelwright.harness.process.worker JOB.json`.
+
+A reference worker draws every trial's inputs, runs the PyTorch reference and saves both; a
+candidate worker builds the candidate, runs it on those inputs (phase by phase, as the harness
+asks on stdin), checks what it did, and times it against the baselines. The candidate's code
+never runs in the process that computed the reference outputs, and outputs are compared by the
+harness, not here. Protocol: JSON lines on the original stdout; everything else (compiler
+output, prints) goes to stderr, which the harness keeps as the log.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import IO, Any
+
+from kernelwright.harness.process.jobs import CandidateAssignment, WorkerJob, WorkerMessage
+
+
+class Channel:
+    def __init__(self) -> None:
+        self._out: IO[str] = os.fdopen(os.dup(1), "w", buffering=1)
+        os.dup2(2, 1)  # stray prints and compiler output join stderr
+        sys.stdout = sys.stderr
+
+    def send(self, event: str, phase: str, **data: Any) -> None:
+        self._out.write(WorkerMessage(event=event, phase=phase, data=data).model_dump_json() + "\n")  # type: ignore[arg-type]
+        self._out.flush()
+
+    def wait_command(self) -> str:
+        line = sys.stdin.readline()
+        return line.strip() or "stop"
+
+
+def _tail(text: str, lines: int = 40) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def _to_device(values: list[Any], device: str, contiguous: bool) -> list[Any]:
+    import torch
+
+    from kernelwright.harness.fuzz import make_noncontiguous
+
+    moved = [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
+    return moved if contiguous else [make_noncontiguous(v) for v in moved]
+
+
+def _to_cpu(output: Any) -> Any:
+    import torch
+
+    if isinstance(output, torch.Tensor):
+        return output.detach().to("cpu")
+    if isinstance(output, list | tuple):
+        return [_to_cpu(o) for o in output]
+    return output
+
+
+def _shapes(values: list[Any]) -> list[str]:
+    import torch
+
+    return [
+        f"{str(v.dtype).replace('torch.', '')}{list(v.shape)}" if isinstance(v, torch.Tensor) else repr(v)
+        for v in values
+    ]
+
+
+def _disable_tf32() -> None:
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+
+
+def run_reference(job: WorkerJob, chan: Channel) -> None:
+    import torch
+
+    from kernelwright.harness.fuzz import draw_inputs, roundoff_of
+    from kernelwright.problems import load_problem_file, materialize
+
+    chan.send("phase", "reference")
+    _disable_tf32()
+    problem = load_problem_file(job.problem_path)
+    inst = materialize(problem, job.size, seed=job.weight_seed)
+    torch.manual_seed(job.weight_seed)
+    model = inst.make_model().to(job.device).eval()
+    trials = []
+    for plan in job.trials:
+        templates = inst.inputs if plan.variant is None else inst.variants[plan.variant]
+        inputs = draw_inputs(templates, problem.meta, plan)
+        contiguous_inputs = [v.contiguous() if isinstance(v, torch.Tensor) else v for v in inputs]
+        torch.save(contiguous_inputs, job.data_dir / f"inputs_{plan.index}.pt")
+        record: dict[str, Any] = {"index": plan.index, "shapes": _shapes(contiguous_inputs)}
+        try:
+            device_inputs = _to_device(contiguous_inputs, job.device, plan.contiguous)
+            with torch.no_grad():
+                output = model(*device_inputs)
+            if job.device == "cuda":
+                torch.cuda.synchronize()
+            if problem.meta.dtype == "float32":
+                record["roundoff"] = roundoff_of(model, device_inputs, output)
+        except Exception as exc:  # the reference may not accept strided inputs: skip that trial
+            if plan.contiguous:
+                raise
+            record |= {"status": "skipped", "detail": f"the reference rejects non-contiguous inputs: {exc}"}
+        else:
+            torch.save(_to_cpu(output), job.data_dir / f"reference_{plan.index}.pt")
+            record["status"] = "ok"
+        trials.append(record)
+    chan.send("result", "reference", trials=trials)
+
+
+class CandidateSession:
+    """The state of one candidate worker across its phases."""
+
+    def __init__(self, job: WorkerJob, chan: Channel) -> None:
+        from kernelwright.harness.build.hooks import ExtensionRecorder, install
+        from kernelwright.harness.checks import dynamic as dynamic_checks
+
+        self.job, self.chan = job, chan
+        if job.num_threads:
+            import torch
+
+            torch.set_num_threads(job.num_threads)
+        _disable_tf32()
+        dynamic_checks.warm_up_harness()
+        self.recorder = ExtensionRecorder()
+        install(job.build_cache, self.recorder)
+        # The baselines are built before any candidate code runs (and torch.compile's own patches
+        # to torch are then part of the snapshot below, not mistaken for the candidate's).
+        self.baselines: Any = None
+        self.prepare_error: str | None = None
+        self.prepare_s = 0.0
+        if job.mode == "candidate" and job.timing is not None:
+            from kernelwright.harness.timing.run import prepare_baselines
+
+            try:
+                self.baselines = prepare_baselines(job)
+                self.prepare_s = self.baselines.seconds
+            except Exception as exc:  # the reference or torch.compile failed: the harness reports it
+                self.prepare_error = _tail("".join(traceback.format_exception(exc)), 30)
+        self.state_before = dynamic_checks.global_state()
+        self.ids_before = dynamic_checks.identity_snapshot()
+        self.module: Any = None
+        self.model: Any = None
+        self.rejections: list[tuple[str, str]] = []
+
+    def _check_tampering(self) -> None:
+        from kernelwright.harness.checks import dynamic as dynamic_checks
+
+        for reason, message in dynamic_checks.state_changes(self.state_before, dynamic_checks.global_state()):
+            self.rejections.append((reason.value, message))
+        for reason, message in dynamic_checks.identity_changes(self.ids_before, dynamic_checks.identity_snapshot()):
+            self.rejections.append((reason.value, message))
+
+    def build(self) -> bool:
+        self.chan.send("phase", "build")
+        start = time.perf_counter()
+        assert self.job.candidate_path is not None
+        try:
+            from kernelwright.problems.instance import exec_as_module
+
+            path = self.job.candidate_path
+            self.module = exec_as_module(path.read_text(), path, "kernelwright_candidate")
+        except SyntaxError as exc:
+            self.chan.send(
+                "result",
+                "build",
+                ok=False,
+                reason="malformed_candidate",
+                detail=f"line {exc.lineno}: syntax error: {exc.msg}",
+            )
+            return False
+        except Exception as exc:  # the candidate's import: a compiler error or any other failure
+            text = "".join(traceback.format_exception_only(type(exc), exc))
+            compiler = (
+                "Error building extension" in text or "ninja" in text or type(exc).__name__ == "CalledProcessError"
+            )
+            self.chan.send(
+                "result",
+                "build",
+                ok=False,
+                reason="compile_error" if compiler else "malformed_candidate",
+                detail=_tail(text, 60),
+                builds=self.recorder.builds,
+            )
+            return False
+        if not isinstance(getattr(self.module, "ModelNew", None), type):
+            self.chan.send(
+                "result", "build", ok=False, reason="malformed_candidate", detail="the file defines no class ModelNew"
+            )
+            return False
+        self._check_tampering()
+        self.chan.send(
+            "result",
+            "build",
+            ok=True,
+            seconds=time.perf_counter() - start,
+            prepare_s=self.prepare_s,
+            prepare_error=self.prepare_error,
+            builds=self.recorder.builds,
+            rejections=self.rejections,
+        )
+        return True
+
+    def correctness(self) -> None:
+        import torch
+
+        from kernelwright.harness.checks import dynamic as dynamic_checks
+        from kernelwright.problems import load_problem_file, materialize
+
+        self.chan.send("phase", "correctness")
+        job = self.job
+        problem = load_problem_file(job.problem_path)
+        inst = materialize(problem, job.size, seed=job.weight_seed)
+        torch.manual_seed(job.weight_seed)
+        try:
+            self.model = self.module.ModelNew(*inst.init_inputs).to(job.device).eval()
+        except Exception as exc:  # candidate code
+            self.chan.send(
+                "result", "correctness", trials=[], fatal=f"ModelNew(*init_inputs) raised {type(exc).__name__}: {exc}"
+            )
+            return
+        trials: list[dict[str, Any]] = []
+        previous: dict[str, list[Any]] = {}
+        for plan in job.trials:
+            if plan.index in job.skip_trials:
+                continue
+            inputs = _to_device(torch.load(job.data_dir / f"inputs_{plan.index}.pt"), job.device, plan.contiguous)
+            signature = repr(
+                [(tuple(v.shape), v.dtype, v.stride()) if isinstance(v, torch.Tensor) else v for v in inputs]
+            )
+            reused = signature in previous
+            if reused:  # same buffers, new values: a cache keyed by address would serve stale results
+                for old, new in zip(previous[signature], inputs, strict=True):
+                    if isinstance(old, torch.Tensor):
+                        old.copy_(new)
+                inputs = previous[signature]
+            previous[signature] = inputs
+            before = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+            record: dict[str, Any] = {"index": plan.index, "reused": reused}
+            try:
+                with torch.no_grad():
+                    output = self.model(*inputs)
+                if job.device == "cuda":
+                    torch.cuda.synchronize()
+            except Exception as exc:  # candidate code
+                text = f"{type(exc).__name__}: {exc}"
+                if job.device == "cuda" and (
+                    "CUDA error" in text or "illegal" in text or isinstance(exc, torch.OutOfMemoryError)
+                ):
+                    self.chan.send("error", "correctness", detail=_tail(text, 20))
+                    raise
+                trials.append(record | {"status": "raised", "detail": _tail(text, 8)})
+                continue
+            outs = output if isinstance(output, list | tuple) else [output]
+            if any(
+                isinstance(o, torch.Tensor) and type(o) is not torch.Tensor and not isinstance(o, torch.nn.Parameter)
+                for o in outs
+            ):
+                self.rejections.append(
+                    ("lazy_output", f"forward returned a {type(outs[0]).__name__}, a tensor subclass")
+                )
+            if not dynamic_checks.output_settles(output, device=job.device):
+                self.rejections.append(
+                    ("lazy_output", "the output kept changing after forward returned (work finishing outside the call)")
+                )
+            if dynamic_checks.aliases_input(output, inputs):
+                record["alias"] = True
+            modified = [
+                i
+                for i, (a, b) in enumerate(zip(before, inputs, strict=True))
+                if isinstance(a, torch.Tensor) and not torch.equal(a, b)
+            ]
+            if modified:
+                record["modified_inputs"] = modified
+            torch.save(_to_cpu(output), job.out_dir / f"candidate_{plan.index}.pt")
+            if plan.index == job.repeat_trial:
+                with torch.no_grad():
+                    again = self.model(*before)
+                torch.save(_to_cpu(again), job.out_dir / f"candidate_{plan.index}_repeat.pt")
+            trials.append(
+                record | {"status": "ok", "devices": [str(o.device) for o in outs if isinstance(o, torch.Tensor)]}
+            )
+        share = self._work_share(inst)
+        self._check_tampering()
+        self.chan.send(
+            "result",
+            "correctness",
+            trials=trials,
+            rejections=self.rejections,
+            work_share=share,
+            ext_calls=dict(self.recorder.calls),
+        )
+
+    def _work_share(self, inst: Any) -> dict[str, Any]:
+        """Profile one forward of the candidate and of the reference on the default inputs: how
+        much of the work did library ops do, against the reference's whole forward?"""
+        import torch
+
+        from kernelwright.harness.checks import dynamic as dynamic_checks
+
+        inputs = _to_device(
+            [v.clone() if isinstance(v, torch.Tensor) else v for v in inst.inputs], self.job.device, True
+        )
+        calls_before = sum(self.recorder.calls.values())
+        self.recorder.profiling = True
+        try:
+            with torch.no_grad():
+                share = dynamic_checks.measure_work_share(
+                    lambda: self.model(*inputs),
+                    device=self.job.device,
+                    own_kernel_names=tuple(self.job.own_kernel_names),
+                )
+                torch.manual_seed(self.job.weight_seed)
+                reference = inst.make_model().to(self.job.device).eval()
+                ref_share = dynamic_checks.measure_work_share(
+                    lambda: reference(*inputs), device=self.job.device, own_kernel_names=()
+                )
+        except Exception as exc:  # profiling is evidence, not a verdict: report that it failed
+            return {"error": f"{type(exc).__name__}: {exc}"}
+        finally:
+            self.recorder.profiling = False
+        return {
+            "own_ms": share.own_ms,
+            "library_ms": share.library_ms,
+            "own_fraction": share.own_fraction,
+            "reference_ms": ref_share.library_ms,
+            "top_library_ops": share.top_library_ops,
+            "own_kernels": share.own_kernels,
+            "ext_calls": sum(self.recorder.calls.values()) - calls_before,
+            "device": share.device,
+            "calls_per_round": share.calls_per_round,
+            "reference_calls_per_round": ref_share.calls_per_round,
+        }
+
+    def timing(self) -> None:
+        from kernelwright.harness.timing.run import time_candidate
+
+        self.chan.send("phase", "timing")
+        if self.baselines is None:
+            raise RuntimeError(f"the baselines could not be prepared:\n{self.prepare_error or 'timing is off'}")
+        self._check_tampering()
+        result = time_candidate(self.job, self.model, self.baselines)
+        self._check_tampering()
+        self.chan.send("result", "timing", rejections=self.rejections, **result)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m kernelwright.harness.process.worker JOB.json", file=sys.stderr)
+        return 2
+    chan = Channel()
+    job = WorkerJob.model_validate_json(Path(argv[1]).read_text())
+    if job.mode == "reference":
+        run_reference(job, chan)
+        return 0
+    session = CandidateSession(job, chan)
+    if job.candidate_path is None:  # started ahead (a spare): ready, now wait for the candidate
+        chan.send("result", "ready", prepare_s=session.prepare_s)
+        command, _, argument = chan.wait_command().partition(" ")
+        if command != "candidate":
+            return 0
+        assignment = CandidateAssignment.model_validate_json(argument)
+        job.candidate_path, job.own_kernel_names = assignment.candidate_path, assignment.own_kernel_names
+    if not session.build() or job.mode == "build":
+        return 0
+    for phase in ("correctness", "timing"):
+        command, _, argument = chan.wait_command().partition(" ")
+        if command != phase:
+            return 0
+        if phase == "correctness" and argument:  # trials the reference could not run
+            job.skip_trials = [int(i) for i in argument.split(",") if i]
+        getattr(session, phase)()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

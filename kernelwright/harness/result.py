@@ -1,0 +1,103 @@
+"""EvalResult: what one evaluation of one candidate found. It crosses process and file
+boundaries (worker → harness → agent, `--json`, evidence folders), hence pydantic."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from kernelwright.errors import UsageError
+from kernelwright.harness.timing.stats import Speedup, TimingStats
+from kernelwright.harness.verdicts import Reason, Verdict
+
+SCHEMA_VERSION = 1
+
+
+class Flag(BaseModel):
+    """Evidence that raised an eyebrow: a static finding, a suspicious speedup, a timer disagreement."""
+
+    code: str
+    message: str
+    severity: Literal["reject", "flag"] = "flag"
+    line: int | None = None
+
+
+class TrialResult(BaseModel):
+    """One correctness trial: which inputs, and how the candidate's outputs compared."""
+
+    index: int
+    seed: int
+    distribution: str
+    variant: int | None = Field(default=None, description="Index of the shape variant; None = default shapes.")
+    shapes: list[str] = Field(default_factory=list)
+    contiguous: bool = True
+    reused_addresses: bool = Field(default=False, description="Inputs written into the previous trial's buffers.")
+    passed: bool | None = None
+    reason: Reason | None = None
+    detail: str = ""
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    mismatch_fraction: float | None = None
+    first_mismatches: list[list[int]] = Field(default_factory=list)
+
+
+class EvalResult(BaseModel):
+    schema_version: int = SCHEMA_VERSION
+    problem: str
+    problem_sha256: str = ""
+    candidate: str
+    candidate_sha256: str = ""
+    verdict: Verdict
+    reason: Reason | None = None
+    message: str = ""
+    backend: str = "unknown"
+    device: str = "cpu"
+    size: str = "default"
+    tolerance: dict[str, float] = Field(default_factory=dict)
+    trials: list[TrialResult] = Field(default_factory=list)
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    timings: dict[str, TimingStats] = Field(default_factory=dict)
+    wall_median_ms: dict[str, float] = Field(default_factory=dict)
+    speedups: dict[str, Speedup] = Field(default_factory=dict)
+    compile_time_s: float | None = Field(
+        default=None, description="torch.compile baseline's first-call time (excluded from timing)."
+    )
+    phase_seconds: dict[str, float] = Field(default_factory=dict)
+    build_cached: bool | None = None
+    flags: list[Flag] = Field(default_factory=list)
+    suspicious: str | None = Field(default=None, description="Why the speedup was re-verified, and the outcome.")
+    hardware: dict[str, Any] = Field(default_factory=dict)
+    versions: dict[str, str] = Field(default_factory=dict)
+    stderr_tail: str = ""
+    created_at: str = Field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+
+    @property
+    def exit_code(self) -> int:
+        if self.reason == Reason.MALFORMED_CANDIDATE:
+            return 2
+        return int(self.verdict.exit_code)
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2)
+
+    @classmethod
+    def load(cls, path: Path) -> EvalResult:
+        """Read a result file; a newer schema than this code understands is a clear error."""
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise UsageError(f"{path}: not a readable result file: {exc}") from exc
+        version = data.get("schema_version") if isinstance(data, dict) else None
+        if not isinstance(version, int):
+            raise UsageError(f"{path}: not an EvalResult (no schema_version)")
+        if version > SCHEMA_VERSION:
+            raise UsageError(
+                f"{path}: result schema version {version} is newer than this kernelwright understands ({SCHEMA_VERSION})",
+                hint="upgrade kernelwright",
+            )
+        return cls.model_validate(data)

@@ -1,0 +1,391 @@
+"""The evaluation harness: one problem, one or more candidate files, one verdict each.
+
+reference worker ──inputs + reference outputs──► (files) ◄── candidate worker (build → correctness → timing)
+                                                   │
+                                        compared here, in the harness process
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from kernelwright.errors import ProblemError
+from kernelwright.harness import judge
+from kernelwright.harness.checks.static.analysis import CandidateAnalysis, analyze_candidate
+from kernelwright.harness.environment import hardware_summary, library_versions
+from kernelwright.harness.fuzz import TrialPlan, plan_trials
+from kernelwright.harness.options import EvalOptions
+from kernelwright.harness.process.jobs import CandidateAssignment, WorkerJob
+from kernelwright.harness.process.sandbox import Outcome, WorkerProcess
+from kernelwright.harness.result import EvalResult, Flag
+from kernelwright.harness.verdicts import Reason, Verdict
+from kernelwright.problems import Problem, materialize
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Context:
+    problem: Problem
+    opts: EvalOptions
+    work: Path
+    data_dir: Path
+    trials: list[TrialPlan]
+    reference: Outcome | None = None
+    pending: Future[Outcome] | None = None  # the reference worker, running while candidates build
+    expected: dict[int, Any] = field(default_factory=dict)
+    taken: bool = False
+
+    def await_reference(self) -> Outcome:
+        """The reference's outcome (waiting for it if it still runs); its outputs are taken into
+        this process the first time."""
+        if self.reference is None:
+            assert self.pending is not None
+            self.reference = self.pending.result()
+        if not self.reference.ok:
+            why = self.reference.detail or "no result"
+            raise ProblemError(f"{self.problem.path}: the reference itself failed: {why}", hint="see `problems run`")
+        if not self.taken:
+            self.take_reference_outputs()
+            self.taken = True
+        return self.reference
+
+    def skipped_trials(self) -> list[int]:
+        if self.reference is None or self.reference.message is None:
+            return []
+        return [t["index"] for t in self.reference.message.data.get("trials", []) if t.get("status") != "ok"]
+
+    def take_reference_outputs(self) -> None:
+        """Load the reference outputs into this process and delete their files, so no candidate
+        process can find them on disk and hand them back as its own."""
+        for path in sorted(self.data_dir.glob("reference_*.pt")):
+            self.expected[int(path.stem.split("_")[1])] = torch.load(path, weights_only=False)
+            path.unlink()
+
+    def env(self) -> dict[str, str]:
+        # Inductor's parallel-compile pool costs seconds to start and to tear down in every worker,
+        # and with a warm cache it compiles nothing: compile in-process unless the user chose otherwise.
+        env = {
+            "KERNELWRIGHT_WORKER": "1",
+            "TORCHINDUCTOR_COMPILE_THREADS": os.environ.get("TORCHINDUCTOR_COMPILE_THREADS", "1"),
+        }
+        if self.opts.inductor_cache is not None:
+            env["TORCHINDUCTOR_CACHE_DIR"] = str(self.opts.inductor_cache)
+        if self.opts.device == "cpu" and self.opts.num_threads:
+            env["OMP_NUM_THREADS"] = str(self.opts.num_threads)
+        return env
+
+
+def _job(
+    ctx: _Context,
+    mode: Literal["reference", "candidate", "build"],
+    candidate: Path | None,
+    out_dir: Path,
+    analysis: CandidateAnalysis | None = None,
+) -> WorkerJob:
+    own = list(analysis.own_kernels) if analysis else []
+    return WorkerJob(
+        mode=mode,
+        problem_path=ctx.problem.path,
+        candidate_path=candidate,
+        size=ctx.opts.size,
+        device=ctx.opts.device,
+        weight_seed=ctx.opts.weight_seed,
+        trials=ctx.trials,
+        data_dir=ctx.data_dir,
+        out_dir=out_dir,
+        build_cache=ctx.opts.build_cache,
+        num_threads=ctx.opts.num_threads,
+        own_kernel_names=own,
+        timing=ctx.opts.timing_plan if ctx.opts.timing else None,
+        baselines=list(ctx.opts.baselines),
+    )
+
+
+def _make_trials(problem: Problem, opts: EvalOptions, base_seed: int) -> list[TrialPlan]:
+    inst = materialize(problem, opts.size)
+    return plan_trials(opts.trials, len(inst.variants), base_seed)
+
+
+def _run_reference(ctx: _Context) -> Outcome:
+    ctx.data_dir.mkdir(parents=True, exist_ok=True)
+    job = _job(ctx, "reference", None, ctx.data_dir)
+    with WorkerProcess(job, ctx.data_dir / "reference_job.json", ctx.data_dir / "reference.log", ctx.env()) as worker:
+        return worker.expect("reference", ctx.opts.run_timeout_s)
+
+
+def _base_result(ctx: _Context, path: Path, source: str, analysis: CandidateAnalysis | None) -> EvalResult:
+    atol, rtol = ctx.problem.meta.tolerance()
+    return EvalResult(
+        problem=ctx.problem.qualified,
+        problem_sha256=ctx.problem.sha256,
+        candidate=str(path),
+        candidate_sha256=hashlib.sha256(source.encode()).hexdigest(),
+        verdict=Verdict.CORRECT,
+        backend=analysis.backend if analysis else "unknown",
+        device=ctx.opts.device,
+        size=ctx.opts.size,
+        tolerance={"atol": atol, "rtol": rtol},
+        hardware=hardware_summary(ctx.opts.device),
+        versions=library_versions(),
+        flags=[
+            Flag(code=f.code, message=f.message, severity=f.severity, line=f.line)
+            for f in (analysis.findings if analysis else ())
+        ],
+    )
+
+
+def _finish(result: EvalResult, verdict: Verdict, reason: Reason | None, message: str) -> EvalResult:
+    result.verdict, result.reason, result.message = verdict, reason, message
+    return result
+
+
+def _start_worker(ctx: _Context, workdir: Path) -> WorkerProcess:
+    """A candidate worker started without its candidate: it sets up the harness and the baselines,
+    then waits for `candidate JSON` on stdin (see `CandidateAssignment`)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    job = _job(ctx, "candidate", None, workdir)
+    return WorkerProcess(job, workdir / "job.json", workdir / "worker.log", ctx.env())
+
+
+Acquire = Callable[[], tuple[Path, WorkerProcess]]
+
+
+def _evaluate_one(
+    ctx: _Context, path: Path, source: str, analysis: CandidateAnalysis, acquire: Acquire
+) -> tuple[EvalResult, Path | None]:
+    """One candidate's verdict, and the worker folder it used (None when no worker ran)."""
+    result = _base_result(ctx, path, source, analysis)
+    reject = judge.static_rejection(analysis)
+    if reject is not None:
+        return _finish(result, judge.static_rejection_verdict(reject[0]), reject[0], reject[1]), None
+    workdir, started = acquire()
+    assignment = CandidateAssignment(candidate_path=path, own_kernel_names=list(analysis.own_kernels))
+    with started as worker:
+        worker.send(f"candidate {assignment.model_dump_json()}")
+        return _run_candidate(ctx, worker, path, result, workdir, analysis), workdir
+
+
+def _run_candidate(
+    ctx: _Context, worker: WorkerProcess, path: Path, result: EvalResult, workdir: Path, analysis: CandidateAnalysis
+) -> EvalResult:
+    build = worker.expect("build", ctx.opts.build_timeout_s)
+    result.phase_seconds["build"] = build.seconds
+    data = build.message.data if build.message is not None else {}
+    # Failing before the candidate was loaded is the baselines' failure, not the candidate's.
+    before_candidate = build.message is None and "build" not in worker.phases_seen
+    if before_candidate or data.get("prepare_error"):
+        why = (str(data.get("prepare_error") or build.detail).strip() or "no result").splitlines()[-1]
+        raise ProblemError(
+            f"{ctx.problem.path}: preparing the baselines ({', '.join(ctx.opts.baselines)}) failed before "
+            f"the candidate was loaded: {why}",
+            hint="`kernelwright problems run` runs the reference alone; `--baselines eager` skips torch.compile",
+        )
+    loaded = data.get("seconds")
+    if isinstance(loaded, (int, float)):  # the worker's own clock: importing the candidate (its build)
+        result.phase_seconds["load"] = float(loaded)
+        # Until the candidate's import began: interpreter, torch, harness set-up and baselines
+        # (close to zero for a worker started ahead by an EvalSession).
+        result.phase_seconds["worker_start"] = max(0.0, build.seconds - float(loaded))
+    if isinstance(data.get("prepare_s"), (int, float)) and data["prepare_s"] > 0:
+        result.phase_seconds["baselines_prepare"] = float(data["prepare_s"])
+    result.stderr_tail = worker.stderr_tail(3000)
+    early = judge.build_failure(build)
+    if early is not None:
+        return _finish(result, *early)
+    assert build.message is not None
+    builds = build.message.data.get("builds", [])
+    result.build_cached = all(b.get("cached") for b in builds) if builds else None
+    reference = ctx.await_reference()
+    ctx.opts.say(f"{path.name}: built in {build.seconds:.1f} s; checking correctness on {len(ctx.trials)} trials")
+    worker.send(" ".join(["correctness", ",".join(str(i) for i in ctx.skipped_trials())]).strip())
+    checked = worker.expect("correctness", ctx.opts.run_timeout_s)
+    result.phase_seconds["correctness"] = checked.seconds
+    result.stderr_tail = worker.stderr_tail(3000)
+    early = judge.run_failure(checked, Reason.CORRECTNESS_TIMEOUT)
+    if early is not None:
+        return _finish(result, *early)
+    assert checked.message is not None
+    judge.judge_correctness(result, reference, checked.message.data, ctx.expected, workdir, analysis)
+    if result.verdict != Verdict.CORRECT or not ctx.opts.timing:
+        return result
+    ctx.opts.say(f"{path.name}: correct; timing against {', '.join(ctx.opts.baselines)}")
+    worker.send("timing")
+    timed = worker.expect("timing", ctx.opts.run_timeout_s + ctx.opts.timing_plan.time_cap_s * 2)
+    result.phase_seconds["timing"] = timed.seconds
+    early = judge.run_failure(timed, Reason.TIMING_TIMEOUT)
+    if early is not None:
+        return _finish(result, *early)
+    assert timed.message is not None
+    judge.judge_timing(result, timed.message.data, ctx.opts.device)
+    return result
+
+
+def _reverify(ctx: _Context, path: Path, source: str, analysis: CandidateAnalysis, result: EvalResult) -> EvalResult:
+    """A suspiciously large speedup: run correctness again in fresh processes with new seeds and inputs."""
+    eager = result.speedups.get("eager")
+    if eager is None or eager.ratio <= ctx.opts.suspicious_speedup or result.verdict != Verdict.CORRECT:
+        return result
+    why = f"{eager.ratio:.1f}x over eager exceeds the {ctx.opts.suspicious_speedup:g}x threshold"
+    ctx.opts.say(f"{path.name}: {why}; re-verifying in a fresh process with new seeds")
+    fresh = _Context(
+        ctx.problem,
+        replace(ctx.opts, timing=False),
+        ctx.work,
+        ctx.work / "reverify-data",
+        _make_trials(ctx.problem, ctx.opts, ctx.opts.base_seed + 977),
+    )
+    fresh.reference = _run_reference(fresh)
+    workdir = ctx.work / f"reverify-{path.stem}"
+    again, _ = _evaluate_one(fresh, path, source, analysis, lambda: (workdir, _start_worker(fresh, workdir)))
+    if again.verdict == Verdict.CORRECT:
+        result.suspicious = f"{why}; re-verified correct in a fresh process with new seeds and inputs"
+        result.flags.append(Flag(code="suspicious_speedup", message=result.suspicious))
+        return result
+    result.suspicious = f"{why}; re-verification FAILED: {again.verdict.value} ({again.message})"
+    result.trials += again.trials
+    return _finish(result, Verdict.REJECTED, Reason.UNVERIFIED_SPEEDUP, result.suspicious)
+
+
+def _build_all(ctx: _Context, items: list[tuple[Path, CandidateAnalysis]]) -> None:
+    """Warm the build cache for every candidate in parallel (one process each, all cores)."""
+    jobs = ctx.opts.build_jobs or os.cpu_count() or 1
+
+    def build(item: tuple[Path, CandidateAnalysis]) -> None:
+        path, analysis = item
+        folder = ctx.work / f"build-{path.stem}-{hashlib.sha1(str(path).encode()).hexdigest()[:6]}"
+        folder.mkdir(parents=True, exist_ok=True)
+        with WorkerProcess(
+            _job(ctx, "build", path, folder, analysis), folder / "job.json", folder / "build.log", ctx.env()
+        ) as worker:
+            worker.expect("build", ctx.opts.build_timeout_s)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(items)))) as pool:
+        list(pool.map(build, items))
+
+
+def _write_evidence(out_dir: Path, path: Path, source: str, result: EvalResult, workdir: Path | None) -> None:
+    folder = out_dir / path.stem
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "candidate.py").write_text(source)
+    (folder / "result.json").write_text(result.to_json())
+    log_file = workdir / "worker.log" if workdir is not None else None
+    if log_file is not None and log_file.exists():
+        shutil.copy(log_file, folder / "build-and-run.log")
+
+
+def _scratch_root() -> str | None:
+    """Trial tensors go through files: use RAM-backed /dev/shm when it has room (GB-sized inputs)."""
+    shm = Path("/dev/shm")
+    try:
+        if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 16 << 30:
+            return str(shm)
+    except OSError:
+        pass
+    return None
+
+
+class EvalSession:
+    """Evaluations of candidates for one problem, call after call (the agent's loop, or one CLI run).
+
+    The reference runs once per session, in its own worker, and its outputs are held in this
+    process (never on disk where a candidate could find them). Every candidate gets a fresh worker
+    of its own. With `warm=True`, after each `evaluate` call the next candidate's worker is started
+    ahead: interpreter, torch, the harness's set-up and the baselines (eager, torch.compile, run
+    once) are ready before that candidate exists, so its evaluation starts at its import. It is
+    started only after timing has finished, so it never runs beside a measurement.
+    """
+
+    def __init__(self, problem: Problem, opts: EvalOptions, *, warm: bool = False) -> None:
+        self.problem, self.opts, self.warm = problem, opts, warm
+        self._tmp = tempfile.TemporaryDirectory(prefix="kw-eval-", dir=_scratch_root())
+        work = Path(self._tmp.name)
+        self.ctx = _Context(problem, opts, work, work / "data", _make_trials(problem, opts, opts.base_seed))
+        self._pool = ThreadPoolExecutor(max_workers=1)
+        self._count = 0
+        self._spare: tuple[Path, WorkerProcess] | None = None
+        self._spare_ready = False
+        opts.say(
+            f"{problem.qualified}: drawing {len(self.ctx.trials)} trials and running the reference on {opts.device}"
+        )
+        self.ctx.pending = self._pool.submit(_run_reference, self.ctx)
+        if warm:
+            self._start_spare()
+
+    def _workdir(self) -> Path:
+        self._count += 1
+        return self.ctx.work / f"candidate-{self._count}"
+
+    def _start_spare(self) -> None:
+        workdir = self._workdir()
+        self._spare = (workdir, _start_worker(self.ctx, workdir))
+        self._spare_ready = False
+
+    def _acquire(self) -> tuple[Path, WorkerProcess]:
+        if self._spare is not None:
+            spare, self._spare = self._spare, None
+            return spare
+        workdir = self._workdir()
+        return workdir, _start_worker(self.ctx, workdir)
+
+    def wait_ready(self, timeout_s: float = 600.0) -> bool:
+        """Block until the worker started ahead has its baselines ready (False without one, or if it died)."""
+        if self._spare is None:
+            return False
+        if not self._spare_ready:  # the worker says "ready" once
+            self._spare_ready = self._spare[1].expect("ready", timeout_s).ok
+        return self._spare_ready
+
+    def evaluate(self, candidates: list[Path]) -> list[EvalResult]:
+        """Evaluate each candidate against the problem; one EvalResult per candidate, in order."""
+        ctx, opts = self.ctx, self.opts
+        sources = [p.read_text() for p in candidates]
+        analyses = [analyze_candidate(s, problem_dtype=self.problem.meta.dtype) for s in sources]
+        runnable = [(p, a) for p, a in zip(candidates, analyses, strict=True) if judge.static_rejection(a) is None]
+        if len(runnable) > 1:
+            opts.say(f"building {len(runnable)} candidates in parallel")
+            _build_all(ctx, runnable)
+        results = []
+        for path, source, analysis in zip(candidates, sources, analyses, strict=True):
+            start = time.perf_counter()
+            opts.say(f"{path.name}: building and loading ({analysis.backend})")
+            result, workdir = _evaluate_one(ctx, path, source, analysis, self._acquire)
+            result = _reverify(ctx, path, source, analysis, result)
+            result.phase_seconds["total"] = time.perf_counter() - start
+            if opts.out_dir is not None:
+                _write_evidence(opts.out_dir, path, source, result, workdir)
+            results.append(result)
+        if self.warm and self._spare is None:
+            self._start_spare()
+        return results
+
+    def close(self) -> None:
+        if self._spare is not None:
+            self._spare[1].kill()
+            self._spare = None
+        self._pool.shutdown(wait=True)
+        self._tmp.cleanup()
+
+    def __enter__(self) -> EvalSession:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def evaluate(problem: Problem, candidates: list[Path], opts: EvalOptions) -> list[EvalResult]:
+    """Evaluate each candidate against the problem; one EvalResult per candidate, in order."""
+    with EvalSession(problem, opts) as session:
+        return session.evaluate(candidates)

@@ -1,0 +1,81 @@
+"""What ncu profiles: one problem's reference (or a candidate's ModelNew) run on the GPU.
+
+    python -m kernelwright.profiler.target PROBLEM [CANDIDATE] --warmup N --iters M
+
+Warm-up calls run first; the M measured calls run between cudaProfilerStart/Stop, each inside an
+NVTX range, so `ncu --profile-from-start off` sees exactly those launches. Exit codes: 0 ok,
+2 bad problem/candidate, 4 the model raised, 5 no GPU (the line `KW_NO_GPU` is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+NVTX_RANGE = "kernelwright_profile"
+EXIT_USAGE, EXIT_CRASH, EXIT_NO_GPU = 2, 4, 5
+
+
+def _load_candidate(path: Path) -> ModuleType:
+    from kernelwright.problems.instance import exec_as_module
+
+    return exec_as_module(path.read_text(), path, "kernelwright_candidate")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kernelwright.profiler.target", description=__doc__)
+    parser.add_argument("problem", help="problem name or file")
+    parser.add_argument("candidate", nargs="?", help="KernelBench-style candidate file (class ModelNew)")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--iters", type=int, default=1)
+    parser.add_argument("--size", choices=("default", "small"), default="default")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    if not torch.cuda.is_available():
+        print("KW_NO_GPU: torch sees no CUDA GPU", file=sys.stderr)
+        return EXIT_NO_GPU
+
+    from kernelwright.errors import KernelwrightError
+    from kernelwright.problems import materialize, resolve_problem
+
+    try:
+        problem = resolve_problem(args.problem)
+        inst = materialize(problem, args.size)
+    except KernelwrightError as exc:
+        print(exc.one_line(), file=sys.stderr)
+        return EXIT_USAGE
+    model_cls: Any = inst.model_class
+    if args.candidate:
+        try:
+            model_cls = _load_candidate(Path(args.candidate)).ModelNew
+        except Exception as exc:  # the candidate is user code: report, don't crash the profiler
+            print(f"bad candidate file: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    device = torch.device("cuda")
+    torch.manual_seed(42)
+    try:
+        model = model_cls(*inst.init_inputs).to(device).eval()
+        inputs = [v.to(device) if isinstance(v, torch.Tensor) else v for v in inst.inputs]
+        with torch.no_grad():
+            for _ in range(args.warmup):
+                model(*inputs)
+            torch.cuda.synchronize()
+            torch.cuda.profiler.start()
+            for i in range(args.iters):
+                with torch.cuda.nvtx.range(f"{NVTX_RANGE}_{i}"):
+                    model(*inputs)
+            torch.cuda.synchronize()
+            torch.cuda.profiler.stop()
+    except Exception as exc:  # user code raised: a value for the runner, not a traceback storm
+        print(f"model raised {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_CRASH
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
