@@ -57,19 +57,8 @@ class ProblemError(UsageError):
     title = "bad problem file"
 
 
-class CandidateFileError(UsageError):
-    """A candidate file that is not a KernelBench-style solution (no ModelNew, syntax error)."""
-
-    title = "bad candidate file"
-
-
 class ConfigError(UsageError):
     title = "bad configuration"
-
-
-class BuildFailed(KernelwrightError):
-    exit_code = ExitCode.BUILD
-    title = "build failed"
 
 
 class CandidateCrashed(KernelwrightError):

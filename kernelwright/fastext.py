@@ -13,12 +13,14 @@ A candidate uses it like this (the form the agent is asked to write):
 Each function is `extern "C"` in the source and returns an `int` (0 = success, anything else
 raises, e.g. the `cudaError_t` of `cudaGetLastError()` after a launch). Argument types: `ptr`
 (a tensor, or None for NULL), `i32`, `i64`, `f32`, `f64`, and `stream` (filled in, never passed).
-Builds go to a content-addressed cache: the one the harness names through `configure()` in
-its worker, else `$KERNELWRIGHT_FASTEXT_CACHE`, else a folder in the temp dir.
+Builds go to a content-addressed cache: the one named through `configure()` by whoever loads
+the candidate (the harness's worker, the profiler), else `$KERNELWRIGHT_FASTEXT_CACHE`, else a
+folder in the temp dir.
 
 This module sits at the bottom of the package (it imports nothing of kernelwright) so candidate
-files can import it; the harness's build cache (`harness/build/cache.py`) rests on its
-`toolchain()` and `locked_folder()`.
+files can import it; the build cache of `load_inline` builds (`candidate/cache.py`) rests on its
+`toolchain()` and `locked_folder()`, and `candidate/loader.py` calls `configure()` before it
+loads a candidate.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ BUILD_TIMEOUT_S = 600.0
 
 @dataclass
 class _Hooks:
-    """What the harness's worker sets through `configure()` before importing a candidate."""
+    """What `configure()` sets before a candidate is loaded (`kernelwright.problems.candidate`)."""
 
     cache_root: Path | None = None
     wrap: Callable[[Any, str], Any] | None = None  # wraps each returned function (call counts, profiling)

@@ -3,7 +3,6 @@ tests marked `gpu` skip cleanly on machines without an NVIDIA GPU."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -21,10 +20,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def shared_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One KERNELWRIGHT_HOME for the whole session, so the build cache is shared across tests
-    (CI points KERNELWRIGHT_HOME at a fresh folder, and so does this fixture when it is unset)."""
-    env = os.environ.get("KERNELWRIGHT_HOME")
-    return Path(env) if env else tmp_path_factory.mktemp("kernelwright-home")
+    """One temporary KERNELWRIGHT_HOME for the whole session, so the build cache is shared across
+    tests. Never the user's: a KERNELWRIGHT_HOME set in the environment is ignored here."""
+    return tmp_path_factory.mktemp("kernelwright-home")
 
 
 @pytest.fixture(autouse=True)

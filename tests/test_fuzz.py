@@ -8,15 +8,13 @@ import pytest
 import torch
 
 from kernelwright.harness.fuzz import (
-    DISTRIBUTIONS,
-    TrialPlan,
     compare_outputs,
     draw_input,
     draw_inputs,
     is_constant,
     make_noncontiguous,
-    plan_trials,
 )
+from kernelwright.harness.options import DISTRIBUTIONS, TrialPlan, plan_trials
 from kernelwright.harness.verdicts import Reason
 from kernelwright.problems.model import InputConstraint, ProblemMeta
 

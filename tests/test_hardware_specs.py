@@ -29,7 +29,8 @@ from kernelwright.hardware_specs import (
     spec_value,
 )
 from kernelwright.hardware_specs import detection as detect_module
-from kernelwright.hardware_specs.detect_gpu import attach_clocks, merge, query_nvidia_smi, read_torch_gpu
+from kernelwright.hardware_specs.detect_gpu import merge
+from kernelwright.hardware_specs.live_gpu import attach_clocks, query_nvidia_smi, read_torch_gpu
 from kernelwright.hardware_specs.table import parse_table
 
 EXPECTED = {

@@ -50,6 +50,8 @@ def test_relu_case_gets_its_verdict(relu_results: dict[str, EvalResult], case: C
         assert len(result.trials) >= 7 and all(t.passed for t in result.trials)
         assert any(t.reused_addresses for t in result.trials)  # address reuse exercised
         assert not any(f.severity == "reject" for f in result.flags)
+    if case.reason == "compile_error":  # the compiler's own error line, not only torch's summary
+        assert "main.cpp:1: error: expected primary-expression" in result.message, result.message
 
 
 def test_constant_output_is_caught_when_the_reference_is_near_zero(tmp_path: Path, shared_home: Path) -> None:

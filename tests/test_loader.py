@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from kernelwright.errors import ExitCode, ProblemError, UsageError
-from kernelwright.problems import load_folder, load_problem_file, materialize, resolve_problem
+from kernelwright.problems import load_folder, load_problem_file, resolve_problem
+from kernelwright.problems.instance import materialize
 
 GOOD = """import torch
 import torch.nn as nn

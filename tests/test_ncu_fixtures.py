@@ -9,7 +9,7 @@ import pytest
 
 from kernelwright.profiler import Bottleneck, build_digest, diff, load_report
 from kernelwright.profiler.csv_fallback import from_csv_exports
-from kernelwright.profiler.report import ncu_report_available
+from kernelwright.profiler.reader import ncu_report_available
 
 DATA = Path(__file__).parent / "data" / "ncu"
 REPORTS = ("multi_cnn", "relu_reference", "relu_candidate", "transpose_source", "transpose_no_warpstate")

@@ -63,7 +63,8 @@ def test_profile_cuda_candidate(tmp_path: Path) -> None:
     digest = build_digest(report, kernel_regex="kw_relu")
     _assert_sane(digest)
     assert digest is not None
-    from kernelwright.problems import import_module, resolve_problem
+    from kernelwright.problems import resolve_problem
+    from kernelwright.problems.instance import import_module
 
     module = import_module(resolve_problem("1_relu"))
     n = module.batch_size * module.dim

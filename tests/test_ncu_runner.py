@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from kernelwright.errors import ExitCode
+from kernelwright.problems.solutions_index import bundled_solutions
 from kernelwright.profiler import DEFAULT_SECTIONS, NcuOptions, ProfileStatus, build_command, run_ncu
 from kernelwright.profiler.runner import classify, ncu_version, target_command
 
@@ -53,6 +56,31 @@ def test_target_command_runs_the_target_module() -> None:
     cmd = target_command("1_relu", Path("c.py"), warmup=5, iters=2)
     assert cmd[1:5] == ["-m", "kernelwright.profiler.target", "1_relu", "c.py"]
     assert cmd[cmd.index("--warmup") + 1] == "5" and cmd[cmd.index("--iters") + 1] == "2"
+    assert "--build-cache" not in cmd  # the target then uses the configured cache
+    cmd = target_command("1_relu", Path("c.py"), build_cache=Path("/cache"))
+    assert cmd[cmd.index("--build-cache") + 1] == "/cache"
+
+
+def test_the_target_loads_a_candidate_through_the_build_cache(tmp_path: Path) -> None:
+    """What ncu runs builds the candidate where `eval` does, so a second load compiles nothing."""
+    [entry] = [s for s in bundled_solutions("relu") if s.path.stem == "cpp_fast"]
+    cache = tmp_path / "build-cache"
+    load = (
+        "import sys; from pathlib import Path; from kernelwright.profiler.target import candidate_class; "
+        "candidate_class(Path(sys.argv[1]), Path(sys.argv[2]))"
+    )
+
+    def stderr_of_a_load() -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", load, str(entry.path), str(cache)],
+            capture_output=True, text=True, timeout=180, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+
+    assert "extension kw_relu_cpp_fast: built" in stderr_of_a_load()
+    assert "extension kw_relu_cpp_fast: from the build cache" in stderr_of_a_load()
+    assert len(list((cache / "fastext").rglob("libkw_relu_cpp_fast.so"))) == 1
 
 
 def test_ok_run_returns_the_report(on_path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -94,6 +94,21 @@ def test_profile_failures_map_to_exit_codes(
     assert got == code and words in err
 
 
+@needs_fixtures
+def test_profiling_a_candidate_builds_it_in_the_configured_build_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, shared_home: Path
+) -> None:
+    # A stand-in ncu that notes what it was asked to run, then "profiles" by copying a recorded report.
+    calls = tmp_path / "ncu-calls"
+    body = f'echo "$@" >> {calls}; while [ "$1" != "-o" ]; do shift; done; cp {CAND} "$2"'
+    put_fake_ncu(monkeypatch, tmp_path / "bin", body)
+    candidate = DATA / "src" / "relu_candidate.py"
+    code, _, err = invoke("profile", "--out", str(tmp_path / "ev"), "1_relu", str(candidate))
+    assert code == ExitCode.OK, err
+    [target] = [line.split() for line in calls.read_text().splitlines() if str(candidate) in line]
+    assert target[target.index("--build-cache") + 1] == str(shared_home / "build-cache")  # where `eval` builds
+
+
 def test_ncu_missing_is_an_environment_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("KERNELWRIGHT_NCU", str(tmp_path / "not-there" / "ncu"))
     code, _, err = invoke("profile", "--out", str(tmp_path / "ev"), "1_relu")

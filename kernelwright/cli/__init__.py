@@ -4,8 +4,8 @@ errors to exit codes and one line on stderr (`--debug` for the traceback)."""
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import logging
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -14,9 +14,11 @@ from typing import Annotated, Optional
 import typer
 
 from kernelwright import __version__
+from kernelwright.cli import doctor_cmd, eval_cmd, profile_cmd, specs_cmd
 from kernelwright.cli.context import AppState
 from kernelwright.cli.problems_cmd import problems_app
 from kernelwright.errors import ExitCode, KernelwrightError
+from kernelwright.harness.process import sandbox
 
 app = typer.Typer(
     name="kernelwright",
@@ -30,14 +32,7 @@ app = typer.Typer(
 app.add_typer(problems_app, name="problems")
 
 # Commands living in their own modules register themselves with `register(app)`.
-_COMMAND_MODULES = ("specs_cmd", "profile_cmd", "doctor_cmd", "eval_cmd")
-for _name in _COMMAND_MODULES:
-    try:
-        _module = importlib.import_module(f"kernelwright.cli.{_name}")
-    except ModuleNotFoundError as _exc:  # a command whose module is not written yet
-        if _exc.name != f"kernelwright.cli.{_name}":
-            raise
-        continue
+for _module in (specs_cmd, profile_cmd, doctor_cmd, eval_cmd):
     _module.register(app)
 
 _state = AppState()
@@ -96,15 +91,33 @@ def _crash_log(exc: BaseException) -> Path | None:
         return None
 
 
+class _Interrupted(BaseException):
+    """Ctrl-C, raised by our handler. Not a KeyboardInterrupt, which click would swallow into an
+    Abort after printing a blank line: this one reaches `main` untouched."""
+
+
+def _on_interrupt(signum: int, frame: object) -> None:
+    """Ctrl-C: end every worker (and the compilers they started) at once, before the stack
+    unwinds through code that would otherwise wait for them; then unwind."""
+    sandbox.interrupt()
+    raise _Interrupted
+
+
+INTERRUPTED_LINE = "interrupted: every process kernelwright started has been stopped"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script and `python -m kernelwright`."""
     code: int
+    sandbox.resume()
+    previous = signal.signal(signal.SIGINT, _on_interrupt)
     try:
         result = app(args=argv, prog_name="kernelwright", standalone_mode=False)
         code = int(result) if isinstance(result, int) else 0
     except typer.Exit as exc:
         code = exc.exit_code
-    except typer.Abort:
+    except typer.Abort:  # click turns a KeyboardInterrupt inside a command into Abort
+        typer.echo(INTERRUPTED_LINE, err=True)
         code = ExitCode.INTERRUPTED
     except typer.TyperException as exc:  # bad flags, missing arguments (typer's own click)
         show = getattr(exc, "show", None)
@@ -118,8 +131,8 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         typer.echo(exc.one_line(), err=True)
         code = exc.exit_code
-    except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
+    except (_Interrupted, KeyboardInterrupt):
+        typer.echo(INTERRUPTED_LINE, err=True)
         code = ExitCode.INTERRUPTED
     except Exception as exc:  # a bug in kernelwright: say so, keep the traceback
         if _state.debug:
@@ -128,4 +141,6 @@ def main(argv: list[str] | None = None) -> None:
         where = f"; traceback saved to {path}" if path else ""
         typer.echo(f"internal error: {type(exc).__name__}: {exc}{where}", err=True)
         code = ExitCode.INTERNAL
+    finally:
+        signal.signal(signal.SIGINT, previous)
     sys.exit(code)

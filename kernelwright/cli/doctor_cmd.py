@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 from enum import StrEnum
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Annotated
 
@@ -18,6 +19,7 @@ import typer
 from pydantic import BaseModel
 
 from kernelwright.errors import ExitCode
+from kernelwright.hardware_specs import live_gpus, nvidia_smi
 from kernelwright.profiler.runner import NcuOptions, ProfileStatus, find_ncu, ncu_version, run_ncu
 from kernelwright.profiler.sweep import nsight_fits_ncu, nsight_python_version
 
@@ -68,32 +70,29 @@ def _version(name: str) -> str | None:
 
 
 def check_gpu() -> tuple[Check, bool]:
-    try:
-        import torch
-    except ImportError:
+    if find_spec("torch") is None:
         return Check(name="torch", level=Level.FAIL, detail="torch is not installed", fix="make setup"), False
-    if not torch.cuda.is_available():
+    gpus = live_gpus()
+    if not gpus:
         return Check(
             name="GPU",
             level=Level.WARN,
             detail="no CUDA GPU visible (CPU path works)",
             fix="run on a GPU host to evaluate CUDA/Triton candidates",
         ), False
-    props = torch.cuda.get_device_properties(0)
-    detail = (
-        f"{torch.cuda.device_count()}x {props.name}, cc {props.major}.{props.minor}, {props.multi_processor_count} SMs"
-    )
+    first = gpus[0]
+    detail = f"{len(gpus)}x {first.name}, cc {first.compute_capability}, {first.sms} SMs"
     return Check(name="GPU", level=Level.OK, detail=detail), True
 
 
 def check_driver(has_gpu: bool) -> Check:
-    if not shutil.which("nvidia-smi"):
+    answer = nvidia_smi(("driver_version",))
+    if answer.missing:
         level = Level.FAIL if has_gpu else Level.WARN
         return Check(name="driver", level=level, detail="nvidia-smi not found", fix="install the NVIDIA driver")
-    code, out = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
-    if code != 0:
-        return Check(name="driver", level=Level.WARN, detail=f"nvidia-smi failed: {out[-200:]}")
-    return Check(name="driver", level=Level.OK, detail=out.splitlines()[0] if out else "?")
+    if answer.error is not None:
+        return Check(name="driver", level=Level.WARN, detail=f"nvidia-smi failed: {answer.error}")
+    return Check(name="driver", level=Level.OK, detail=answer.rows[0][0] if answer.rows else "?")
 
 
 def check_torch() -> list[Check]:

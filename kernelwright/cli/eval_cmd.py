@@ -5,20 +5,20 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from kernelwright.cli.context import AppState
-from kernelwright.errors import EnvironmentProblem, ExitCode, UsageError, worst
-from kernelwright.harness.checks.static.analysis import detect_backend
-from kernelwright.harness.options import DEFAULT_BASELINES, EvalOptions, parse_baselines
-from kernelwright.harness.result import EvalResult
-from kernelwright.harness.session import evaluate
+from kernelwright.errors import ExitCode, UsageError, worst
+from kernelwright.harness.options import DEFAULT_BASELINES, parse_baselines
 from kernelwright.problems import resolve_problem
 from kernelwright.problems.solutions_index import bundled_solutions
+
+if TYPE_CHECKING:
+    from kernelwright.harness.result import EvalResult
 
 out = Console(width=None if sys.stdout.isatty() else 160)  # logs and pipes get the whole table
 err = Console(stderr=True)
@@ -106,21 +106,13 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Evaluate candidate kernels against a problem's PyTorch reference: build each in its own
         process, fuzz it for correctness, reject reward hacks, and time it against the baselines."""
-        import torch
+        from kernelwright.tools.evaluate import check_candidate_files, eval_options, evaluate_files, resolve_device
 
         state: AppState = ctx.obj
         settings = state.settings()
         if size not in ("default", "small"):
             raise UsageError(f"--size must be 'default' or 'small', not {size!r}")
-        chosen = device or settings.device
-        if chosen == "auto":
-            chosen = "cuda" if torch.cuda.is_available() else "cpu"
-        if chosen not in ("cuda", "cpu"):
-            raise UsageError(f"--device must be 'cuda' or 'cpu', not {chosen!r}")
-        if chosen == "cuda" and not torch.cuda.is_available():
-            raise EnvironmentProblem(
-                "--device cuda, but no CUDA GPU is visible", hint="use --device cpu with a C++ candidate"
-            )
+        chosen = resolve_device(device, settings)
         problem = resolve_problem(reference)
         paths = list(candidates or [])
         expected: dict[str, tuple[str, str | None]] = {}
@@ -133,24 +125,18 @@ def register(app: typer.Typer) -> None:
             raise UsageError(
                 "no candidate given", hint="name candidate files, or --bundled for the problem's oracle solutions"
             )
-        for path in paths:
-            if not path.is_file():
-                raise UsageError(f"candidate file {path} does not exist")
-            backend = detect_backend(path.read_text())
-            if backend in ("cuda", "triton") and chosen == "cpu":
-                raise EnvironmentProblem(f"{path} is a {backend} candidate and needs a GPU, but the device is cpu")
-        opts = EvalOptions.from_settings(
+        check_candidate_files(paths, chosen)
+        opts = eval_options(
             settings,
-            device="cuda" if chosen == "cuda" else "cpu",
+            chosen,
             size="small" if size == "small" else "default",
             trials=trials,
             baselines=parse_baselines(baselines),
             timing=not no_timing,
-            num_threads=torch.get_num_threads() if chosen == "cpu" else None,
             out_dir=out_dir,
             progress=lambda message: err.print(f"[dim]{message}[/]", highlight=False),
         )
-        results = evaluate(problem, paths, opts)
+        results = evaluate_files(problem, paths, opts)
         if as_json:
             doc: dict[str, object] = {
                 "problem": problem.qualified,

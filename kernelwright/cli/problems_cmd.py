@@ -12,7 +12,8 @@ from rich.console import Console
 from rich.table import Table
 
 from kernelwright.errors import EnvironmentProblem, ExitCode, UsageError
-from kernelwright.problems import load_folder, materialize, resolve_problem
+from kernelwright.problems import load_folder, resolve_problem
+from kernelwright.problems.instance import materialize
 from kernelwright.problems.loader import BUILTIN_SUITE
 
 problems_app = typer.Typer(

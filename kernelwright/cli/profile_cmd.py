@@ -203,7 +203,8 @@ def register(app: typer.Typer) -> None:
         if size not in ("default", "small"):
             raise UsageError(f"--size must be 'default' or 'small', not {size!r}")
         state: AppState = ctx.obj if isinstance(ctx.obj, AppState) else AppState()
-        folder = out_dir or state.settings().runs_dir / "profiles" / f"{dt.datetime.now():%Y%m%d-%H%M%S}"
+        settings = state.settings()
+        folder = out_dir or settings.runs_dir / "profiles" / f"{dt.datetime.now():%Y%m%d-%H%M%S}"
         count = launch_count if launch_count is not None else (1 if kernel else None)
         opts = _options(sections, source, kernel, launch_skip, count)
         if _is_problem(targets):
@@ -216,7 +217,7 @@ def register(app: typer.Typer) -> None:
             for name, cand in runs.items():
                 result = profile_problem(
                     targets[0], cand, report_path=folder / f"{name}.ncu-rep", options=opts,
-                    warmup=warmup, size=size, timeout_s=timeout,
+                    warmup=warmup, size=size, timeout_s=timeout, build_cache=settings.build_cache_dir,
                 )  # fmt: skip
                 _raise_for(result)
                 assert result.report_path is not None

@@ -7,24 +7,12 @@ query that no entry has ("H100 NVL") make it unknown rather than a wrong guess.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-if TYPE_CHECKING:
-    from kernelwright.hardware_specs.schema import GpuSpec
-
-_NOISE = {"nvidia", "geforce", "amd", "tesla"}
-
-
-def tokens(label: str) -> list[str]:
-    return [t for t in re.findall(r"[a-z0-9]+", label.lower()) if t not in _NOISE]
-
-
-def compact(label: str) -> str:
-    """Lower-case alphanumerics without vendor words: 'NVIDIA GeForce RTX 4090' -> 'rtx4090'."""
-    return "".join(tokens(label))
+from kernelwright.hardware_specs.names import compact, tokens
+from kernelwright.hardware_specs.schema import GpuSpec
 
 
 @dataclass(frozen=True)

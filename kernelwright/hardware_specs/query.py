@@ -1,13 +1,13 @@
 """Structured answers about a GPU's specs: the functions the agent exposes as a tool, and the peaks
-a profiler uses for roofline placement."""
+(see `roofline`) of a named GPU or of this machine's, which a profiler uses for roofline placement."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
 from kernelwright.errors import EnvironmentProblem, UsageError
+from kernelwright.hardware_specs import detection
+from kernelwright.hardware_specs.roofline import Peaks, peaks_of, ridge_points
 from kernelwright.hardware_specs.schema import GROUPS, Features, Figure, GpuSpec, Source, field_paths
 from kernelwright.hardware_specs.table import lookup
 
@@ -87,45 +87,11 @@ class SpecAnswer(BaseModel):
     note: str | None = None
 
 
-@dataclass(frozen=True)
-class Peaks:
-    """Peak rates for roofline placement: DRAM bytes/s and FLOP/s (OP/s for int8) per precision."""
-
-    gpu: str
-    dram_bytes_per_s: float | None
-    cuda_core_flops: dict[str, float] = field(default_factory=dict)
-    tensor_core_flops: dict[str, float] = field(default_factory=dict)
-
-    def ridge_points(self) -> dict[str, float]:
-        """FLOP per DRAM byte at which a kernel turns compute-bound, keyed `cuda_fp32`, `tensor_bf16`..."""
-        if not self.dram_bytes_per_s:
-            return {}
-        points = {f"cuda_{p}": f / self.dram_bytes_per_s for p, f in self.cuda_core_flops.items()}
-        points |= {f"tensor_{p}": f / self.dram_bytes_per_s for p, f in self.tensor_core_flops.items()}
-        return points
-
-
-def peaks_of(spec: GpuSpec) -> Peaks:
-    bw = spec.memory.bandwidth_gbs
-    return Peaks(
-        gpu=spec.name,
-        dram_bytes_per_s=bw * 1e9 if bw else None,
-        cuda_core_flops={k: v * 1e12 for k, v in spec.cuda_core_tflops.model_dump().items() if v is not None},
-        tensor_core_flops={k: v * 1e12 for k, v in spec.tensor_core_tflops.model_dump().items() if v is not None},
-    )
-
-
-def ridge_points(spec: GpuSpec) -> dict[str, float]:
-    return peaks_of(spec).ridge_points()
-
-
 def _resolve(gpu: str | GpuSpec | None) -> tuple[GpuSpec, str | None]:
     if isinstance(gpu, GpuSpec):
         return gpu, None
     if gpu is None:
-        from kernelwright.hardware_specs.detection import detected_spec
-
-        spec = detected_spec()
+        spec = detection.detected_spec()  # looked up at call time, so tests can stand in a machine
         if spec is None:
             raise EnvironmentProblem("no GPU detected on this machine", hint="name a GPU, e.g. 'h100'")
         return spec, "live-detected GPU merged over its table entry"

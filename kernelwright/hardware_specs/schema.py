@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from kernelwright.hardware_specs.names import compact
+
 Figure = float | int | str | bool
 
 
@@ -175,8 +177,6 @@ class SpecTable(_Strict):
 
     @model_validator(mode="after")
     def _unique_names(self) -> SpecTable:
-        from kernelwright.hardware_specs.matching import compact
-
         seen: dict[str, str] = {}
         for spec in self.gpus:
             for label in [spec.name, *spec.aliases]:

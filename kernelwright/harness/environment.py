@@ -1,4 +1,8 @@
-"""What machine and library versions a result was measured with (recorded in every EvalResult)."""
+"""What machine and library versions a result was measured with (recorded in every EvalResult).
+
+The GPU facts come from `hardware_specs` (kernelwright's one GPU reader); this module only picks
+the few that a result carries and keeps their JSON shape stable.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from typing import Any
 import torch
 
 from kernelwright import __version__
+from kernelwright.hardware_specs import current_gpu
 
 
 @functools.cache
@@ -30,13 +35,15 @@ def library_versions() -> dict[str, str]:
 
 
 def hardware_summary(device: str) -> dict[str, Any]:
-    if device == "cuda" and torch.cuda.is_available():
-        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    """{device, name, capability, sms, memory_gb} for the current CUDA device; {device, name,
+    threads} on the CPU (or when no GPU is visible)."""
+    gpu = current_gpu() if device == "cuda" else None
+    if gpu is not None:
         return {
             "device": "cuda",
-            "name": props.name,
-            "capability": f"{props.major}.{props.minor}",
-            "sms": props.multi_processor_count,
-            "memory_gb": round(props.total_memory / 2**30, 1),
+            "name": gpu.name,
+            "capability": gpu.compute_capability,
+            "sms": gpu.sms,
+            "memory_gb": round(gpu.total_memory_bytes / 2**30, 1) if gpu.total_memory_bytes else None,
         }
     return {"device": "cpu", "name": platform.processor() or platform.machine(), "threads": torch.get_num_threads()}

@@ -12,46 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from pydantic import BaseModel, ConfigDict
 
+from kernelwright.harness.options import TrialPlan
 from kernelwright.harness.verdicts import Reason
 from kernelwright.problems.model import InputConstraint, ProblemMeta
 
-DISTRIBUTIONS = ("uniform", "normal", "large", "tiny", "signed")
 # A candidate may be this many times as far from the exact result as PyTorch's own fp32 reference
 # (different summation orders round differently); real bugs are orders of magnitude beyond it.
 ROUNDOFF_FACTOR = 16.0
-
-
-class TrialPlan(BaseModel):
-    """One correctness trial: which shapes, which value distribution, which seed. The harness plans
-    them and sends them to its workers in the job file."""
-
-    model_config = ConfigDict(frozen=True)
-
-    index: int
-    seed: int
-    distribution: str
-    variant: int | None = None  # None: the default input shapes
-    contiguous: bool = True
-
-
-def plan_trials(n_trials: int, n_variants: int, base_seed: int) -> list[TrialPlan]:
-    """At least `n_trials` trials over the default shapes cycling through every distribution,
-    then one per shape variant, then one non-contiguous trial."""
-    plans: list[TrialPlan] = []
-
-    def add(seed: int, distribution: str, variant: int | None, contiguous: bool = True) -> None:
-        plans.append(
-            TrialPlan(index=len(plans), seed=seed, distribution=distribution, variant=variant, contiguous=contiguous)
-        )
-
-    for i in range(max(n_trials, len(DISTRIBUTIONS))):
-        add(base_seed + 7919 * i, DISTRIBUTIONS[i % len(DISTRIBUTIONS)], None)
-    for v in range(n_variants):
-        add(base_seed + 104729 + 31 * v, DISTRIBUTIONS[(v + 1) % len(DISTRIBUTIONS)], v)
-    add(base_seed + 1299709, "normal", None, contiguous=False)
-    return plans
 
 
 def _draw_float(template: torch.Tensor, dist: str, gen: torch.Generator) -> torch.Tensor:

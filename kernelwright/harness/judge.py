@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from kernelwright.harness.checks.static.analysis import CandidateAnalysis
+from kernelwright.harness.compiler_output import with_first_errors
 from kernelwright.harness.fuzz import compare_outputs, is_constant
 from kernelwright.harness.process.sandbox import Outcome
 from kernelwright.harness.result import EvalResult, Flag, TrialResult
@@ -35,7 +36,9 @@ def static_rejection_verdict(reason: Reason) -> Verdict:
     return Verdict.BUILD_ERROR if reason == Reason.MALFORMED_CANDIDATE else Verdict.REJECTED
 
 
-def build_failure(outcome: Outcome) -> Decision | None:
+def build_failure(outcome: Outcome, build_output: str = "") -> Decision | None:
+    """The build phase's verdict, if it ended the evaluation. A compile error's message carries
+    the compiler's first error lines from `build_output` (the worker's log)."""
     if outcome.timed_out:
         return Verdict.TIMEOUT, Reason.BUILD_TIMEOUT, outcome.detail
     if outcome.died is not None:
@@ -44,7 +47,10 @@ def build_failure(outcome: Outcome) -> Decision | None:
     data = outcome.message.data
     if not data.get("ok"):
         reason = Reason(data.get("reason", "compile_error"))
-        return Verdict.BUILD_ERROR, reason, str(data.get("detail", ""))
+        detail = str(data.get("detail", ""))
+        if reason == Reason.COMPILE_ERROR:
+            detail = with_first_errors(detail, f"{detail}\n{build_output}")
+        return Verdict.BUILD_ERROR, reason, detail
     for code, message in data.get("rejections", []):
         return Verdict.REJECTED, Reason(code), message
     return None

@@ -1,5 +1,6 @@
 """What one evaluation is asked to do: `EvalOptions` (built from the settings in one call,
-`EvalOptions.from_settings`) and the timing plan the workers follow.
+`EvalOptions.from_settings`), the correctness trials (`plan_trials`) and the timing plan the
+workers follow.
 
 No torch here: the CLI reads the baseline names and defaults without paying for `import torch`.
 """
@@ -12,13 +13,14 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from kernelwright.config import Settings
 from kernelwright.errors import UsageError
 
 log = logging.getLogger(__name__)
 
+DISTRIBUTIONS = ("uniform", "normal", "large", "tiny", "signed")  # trial input values (fuzz.py draws them)
 BASELINES = ("eager", "compile", "compile-max-autotune")
 DEFAULT_BASELINES = ("eager", "compile")
 
@@ -30,6 +32,37 @@ def parse_baselines(text: str) -> tuple[str, ...]:
     if bad:
         raise UsageError(f"unknown baseline(s) {', '.join(bad)}; choose from {', '.join(BASELINES)}")
     return names
+
+
+class TrialPlan(BaseModel):
+    """One correctness trial: which shapes, which value distribution, which seed. The harness plans
+    them and sends them to its workers in the job file."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int
+    seed: int
+    distribution: str
+    variant: int | None = None  # None: the default input shapes
+    contiguous: bool = True
+
+
+def plan_trials(n_trials: int, n_variants: int, base_seed: int) -> list[TrialPlan]:
+    """At least `n_trials` trials over the default shapes cycling through every distribution,
+    then one per shape variant, then one non-contiguous trial."""
+    plans: list[TrialPlan] = []
+
+    def add(seed: int, distribution: str, variant: int | None, contiguous: bool = True) -> None:
+        plans.append(
+            TrialPlan(index=len(plans), seed=seed, distribution=distribution, variant=variant, contiguous=contiguous)
+        )
+
+    for i in range(max(n_trials, len(DISTRIBUTIONS))):
+        add(base_seed + 7919 * i, DISTRIBUTIONS[i % len(DISTRIBUTIONS)], None)
+    for v in range(n_variants):
+        add(base_seed + 104729 + 31 * v, DISTRIBUTIONS[(v + 1) % len(DISTRIBUTIONS)], v)
+    add(base_seed + 1299709, "normal", None, contiguous=False)
+    return plans
 
 
 class TimingPlan(BaseModel):

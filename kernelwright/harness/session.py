@@ -21,17 +21,19 @@ from typing import Any, Literal
 
 import torch
 
-from kernelwright.errors import ProblemError
+from kernelwright.errors import EnvironmentProblem, ProblemError
 from kernelwright.harness import judge
 from kernelwright.harness.checks.static.analysis import CandidateAnalysis, analyze_candidate
 from kernelwright.harness.environment import hardware_summary, library_versions
-from kernelwright.harness.fuzz import TrialPlan, plan_trials
-from kernelwright.harness.options import EvalOptions
+from kernelwright.harness.memory import check_memory
+from kernelwright.harness.options import EvalOptions, TrialPlan, plan_trials
 from kernelwright.harness.process.jobs import CandidateAssignment, WorkerJob
 from kernelwright.harness.process.sandbox import Outcome, WorkerProcess
 from kernelwright.harness.result import EvalResult, Flag
 from kernelwright.harness.verdicts import Reason, Verdict
-from kernelwright.problems import Problem, materialize
+from kernelwright.problems import Problem
+from kernelwright.problems.candidate.cache import BuildCache
+from kernelwright.problems.footprint import measure
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +58,11 @@ class _Context:
             self.reference = self.pending.result()
         if not self.reference.ok:
             why = self.reference.detail or "no result"
+            if self.reference.died == Reason.OUT_OF_MEMORY:  # the machine's limit, not the file's fault
+                raise EnvironmentProblem(
+                    f"{self.problem.qualified}: the reference ran out of memory ({why})",
+                    hint="`--size small`, or a machine with more memory",
+                )
             raise ProblemError(f"{self.problem.path}: the reference itself failed: {why}", hint="see `problems run`")
         if not self.taken:
             self.take_reference_outputs()
@@ -115,8 +122,7 @@ def _job(
 
 
 def _make_trials(problem: Problem, opts: EvalOptions, base_seed: int) -> list[TrialPlan]:
-    inst = materialize(problem, opts.size)
-    return plan_trials(opts.trials, len(inst.variants), base_seed)
+    return plan_trials(opts.trials, len(measure(problem, opts.size).variants), base_seed)
 
 
 def _run_reference(ctx: _Context) -> Outcome:
@@ -188,6 +194,11 @@ def _run_candidate(
     before_candidate = build.message is None and "build" not in worker.phases_seen
     if before_candidate or data.get("prepare_error"):
         why = (str(data.get("prepare_error") or build.detail).strip() or "no result").splitlines()[-1]
+        if build.died == Reason.OUT_OF_MEMORY:
+            raise EnvironmentProblem(
+                f"{ctx.problem.qualified}: the candidate's worker ran out of memory preparing the baselines ({why})",
+                hint="`--size small`, or a machine with more memory",
+            )
         raise ProblemError(
             f"{ctx.problem.path}: preparing the baselines ({', '.join(ctx.opts.baselines)}) failed before "
             f"the candidate was loaded: {why}",
@@ -202,7 +213,7 @@ def _run_candidate(
     if isinstance(data.get("prepare_s"), (int, float)) and data["prepare_s"] > 0:
         result.phase_seconds["baselines_prepare"] = float(data["prepare_s"])
     result.stderr_tail = worker.stderr_tail(3000)
-    early = judge.build_failure(build)
+    early = judge.build_failure(build, worker.stderr_tail(400_000))
     if early is not None:
         return _finish(result, *early)
     assert build.message is not None
@@ -310,9 +321,13 @@ class EvalSession:
 
     def __init__(self, problem: Problem, opts: EvalOptions, *, warm: bool = False) -> None:
         self.problem, self.opts, self.warm = problem, opts, warm
-        self._tmp = tempfile.TemporaryDirectory(prefix="kw-eval-", dir=_scratch_root())
+        scratch = _scratch_root()
+        footprint = measure(problem, opts.size)  # shapes only: nothing is allocated here
+        self.memory = check_memory(problem, footprint, opts, scratch_in_ram=scratch is not None)
+        self._tmp = tempfile.TemporaryDirectory(prefix="kw-eval-", dir=scratch)
         work = Path(self._tmp.name)
-        self.ctx = _Context(problem, opts, work, work / "data", _make_trials(problem, opts, opts.base_seed))
+        trials = plan_trials(opts.trials, len(footprint.variants), opts.base_seed)
+        self.ctx = _Context(problem, opts, work, work / "data", trials)
         self._pool = ThreadPoolExecutor(max_workers=1)
         self._count = 0
         self._spare: tuple[Path, WorkerProcess] | None = None
@@ -377,6 +392,8 @@ class EvalSession:
             self._spare = None
         self._pool.shutdown(wait=True)
         self._tmp.cleanup()
+        # a build killed midway (Ctrl-C, a timeout) leaves torch's lock file: clear it now
+        BuildCache(self.opts.build_cache).clear_stale_batons()
 
     def __enter__(self) -> EvalSession:
         return self

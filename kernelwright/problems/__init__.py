@@ -1,7 +1,13 @@
 """Problems: the PyTorch programs kernelwright optimizes (KernelBench format), their loader, and
-the built-in suite with oracle solutions."""
+the built-in suite with oracle solutions.
 
-from kernelwright.problems.instance import ProblemInstance, import_module, materialize
+What this package exports imports no torch (commands list and resolve problems without paying
+for it); running a problem's code is `problems.instance` (`materialize`, `import_module`), reading
+its shapes without allocating is `problems.footprint`, loading a candidate `problems.candidate`.
+
+Layer 6: imports `fastext`, `config`, `errors`; never `harness/`, `profiler/` or anything above.
+"""
+
 from kernelwright.problems.loader import (
     BUILTIN_SUITE,
     LoadReport,
@@ -16,11 +22,8 @@ __all__ = [
     "InputConstraint",
     "LoadReport",
     "Problem",
-    "ProblemInstance",
     "ProblemMeta",
-    "import_module",
     "load_folder",
     "load_problem_file",
-    "materialize",
     "resolve_problem",
 ]

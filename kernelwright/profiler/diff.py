@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from kernelwright.profiler.digest import NcuDigest
-from kernelwright.profiler.digest_text import num
+from kernelwright.profiler.formatting import num
 
 _FIELDS = (
     ("duration_us", "duration us"),

@@ -2,47 +2,20 @@
 
 A full section dump is ~500 metrics per kernel; the digest keeps what decides the next step:
 duration, speed-of-light, launch shape, occupancy, stalls, caches, a bottleneck class, a roofline
-position and NCU's own top findings.
+position and NCU's own top findings. `NcuDigest.to_text` is how a model reads it.
 """
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from pydantic import BaseModel
 
 from kernelwright.profiler import metrics as m
+from kernelwright.profiler.classification import Classification, Roofline, classify, roofline
+from kernelwright.profiler.formatting import dims, num, rate, size
 from kernelwright.profiler.report import NcuKernel, NcuReport
 
 TEXT_LIMIT = 2000
-SOL_LIMIT = 60.0  # NCU's own rule: both SOL below 60% -> latency-bound
 NAME_CHARS = 70
-
-
-class Bottleneck(StrEnum):
-    MEMORY_BOUND = "memory-bound"
-    COMPUTE_BOUND = "compute-bound"
-    LATENCY_BOUND = "latency-bound"
-    OCCUPANCY_LIMITED = "occupancy-limited"
-    UNKNOWN = "unknown"
-
-
-class Classification(BaseModel):
-    kind: Bottleneck
-    reason: str
-
-
-class Roofline(BaseModel):
-    flops: float
-    dram_bytes: float
-    intensity: float | None  # FLOP per DRAM byte
-    precision: str
-    achieved_flops_per_s: float | None = None
-    peak_flops_per_s: float | None = None
-    peak_dram_bytes_per_s: float | None = None
-    ridge_intensity: float | None = None
-    regime: str | None = None  # "memory" or "compute" side of the ridge
-    pct_of_roof: float | None = None
 
 
 class Finding(BaseModel):
@@ -96,84 +69,56 @@ class NcuDigest(BaseModel):
     findings: list[Finding] = []
 
     def to_text(self, limit: int = TEXT_LIMIT) -> str:
-        from kernelwright.profiler.digest_text import render
+        """The digest as lines of `key: values`; NCU's messages shrink until the text fits `limit`."""
+        for message_chars in (240, 160, 100, 60, 0):
+            text = "\n".join(_lines(self, message_chars))
+            if len(text.encode()) <= limit:
+                return text
+        return text.encode()[: limit - 3].decode(errors="ignore") + "..."
 
-        return render(self, limit)
 
-
-def classify(
-    sol_sm: float | None,
-    sol_mem: float | None,
-    *,
-    waves: float | None = None,
-    occ_theoretical: float | None = None,
-    occ_achieved: float | None = None,
-    tensor_pipe: float | None = None,
-    limiter: str | None = None,
-) -> Classification:
-    """Bottleneck class from speed-of-light, following NCU's rule of thumb (duration stays the truth)."""
-    if sol_sm is None or sol_mem is None:
-        return Classification(kind=Bottleneck.UNKNOWN, reason="speed-of-light metrics missing")
-    level = "at a throughput limit" if max(sol_sm, sol_mem) > 80 else "near a throughput limit"
-    if tensor_pipe is not None and tensor_pipe >= SOL_LIMIT:
-        return Classification(kind=Bottleneck.COMPUTE_BOUND, reason=f"tensor pipe {tensor_pipe:.0f}% busy, {level}")
-    if sol_sm >= SOL_LIMIT and sol_sm >= sol_mem:
-        return Classification(
-            kind=Bottleneck.COMPUTE_BOUND, reason=f"SM {sol_sm:.0f}% >= memory {sol_mem:.0f}%, {level}"
+def _lines(d: NcuDigest, message_chars: int) -> list[str]:
+    scope = f"{d.kernels_in_report} kernel(s), {d.launches_in_report} launch(es)"
+    lines = [
+        f"kernel: {d.kernel} [longest of {scope}; total {num(d.total_duration_us, '.2f', ' us')}]",
+        f"class: {d.classification.kind.value} ({d.classification.reason})",
+        f"duration: {num(d.duration_us, '.2f', ' us')}",
+        f"SOL %: SM {num(d.sol_sm_pct)} | memory {num(d.sol_memory_pct)} | DRAM {num(d.sol_dram_pct)}"
+        f" | L1 {num(d.sol_l1_pct)} | L2 {num(d.sol_l2_pct)}",
+        f"DRAM bytes: read {size(d.dram_read_bytes)}, write {size(d.dram_write_bytes)}",
+        f"launch: grid {dims(d.grid)} = {num(d.blocks, '.0f')} blocks, block {dims(d.block)};"
+        f" {num(d.registers_per_thread, '.0f')} regs/thread; smem static {size(d.smem_static_bytes)},"
+        f" dynamic {size(d.smem_dynamic_bytes)}; {num(d.waves_per_sm, '.2f')} waves/SM",
+        f"occupancy: theoretical {num(d.occupancy_theoretical_pct)}%, achieved {num(d.occupancy_achieved_pct)}%"
+        f" (limiter: {d.occupancy_limiter or 'n/a'})",
+        f"issue slots active {num(d.issue_active_pct)}% | IPC {num(d.ipc, '.2f')}"
+        f" | eligible warps/cycle {num(d.eligible_warps_per_cycle, '.2f')}",
+        "top stalls (cycles/issue): " + (", ".join(f"{r} {v:.2f}" for r, v in d.top_stalls) or "n/a"),
+        f"tensor pipe {num(d.tensor_pipe_pct)}% | L1 hit {num(d.l1_hit_pct)}% | L2 hit {num(d.l2_hit_pct)}%"
+        f" | smem bank conflicts {num(d.smem_bank_conflicts, '.0f')}",
+    ]
+    r = d.roofline
+    if r is None:
+        lines.append("roofline: n/a (no FLOP count or DRAM bytes)")
+    else:
+        text = (
+            f"roofline ({r.precision}, SASS-counted): {num(r.intensity, '.2f')} FLOP/B,"
+            f" {rate(r.achieved_flops_per_s, 'FLOP/s')}"
         )
-    if sol_mem >= SOL_LIMIT:
-        return Classification(kind=Bottleneck.MEMORY_BOUND, reason=f"memory {sol_mem:.0f}% > SM {sol_sm:.0f}%, {level}")
-    both = f"SM {sol_sm:.0f}% and memory {sol_mem:.0f}% both < {SOL_LIMIT:.0f}%"
-    if waves is not None and waves < 1:
-        return Classification(kind=Bottleneck.LATENCY_BOUND, reason=f"{both}; small grid ({waves:.2f} waves)")
-    if occ_theoretical is not None and occ_theoretical <= 50:
-        by = f" by {limiter}" if limiter else ""
-        return Classification(
-            kind=Bottleneck.OCCUPANCY_LIMITED,
-            reason=f"{both}; theoretical occupancy {occ_theoretical:.0f}% (limited{by})",
-        )
-    if occ_achieved is not None and occ_theoretical is not None and occ_achieved < 0.5 * occ_theoretical:
-        return Classification(
-            kind=Bottleneck.OCCUPANCY_LIMITED,
-            reason=f"{both}; achieved occupancy {occ_achieved:.0f}% of theoretical {occ_theoretical:.0f}%",
-        )
-    side = "memory" if sol_mem > sol_sm else "SM"
-    return Classification(kind=Bottleneck.LATENCY_BOUND, reason=f"{both}; stalls dominate ({side} side higher)")
-
-
-_PEAK_KEYS = {"fp32": ("fp32", "FP32"), "fp16": ("fp16", "FP16", "bf16", "BF16"), "fp64": ("fp64", "FP64")}
-
-
-def roofline(
-    flops: float | None,
-    dram_bytes: float | None,
-    duration_s: float | None,
-    *,
-    precision: str = "fp32",
-    peak_dram_bytes_per_s: float | None = None,
-    peak_flops: dict[str, float] | None = None,
-) -> Roofline | None:
-    """Position on the DRAM roofline; None without a FLOP count or DRAM bytes."""
-    if not flops or not dram_bytes or flops <= 0 or dram_bytes <= 0:
-        return None
-    intensity = flops / dram_bytes
-    point = Roofline(flops=flops, dram_bytes=dram_bytes, intensity=intensity, precision=precision)
-    if duration_s and duration_s > 0:
-        point.achieved_flops_per_s = flops / duration_s
-    peak = None
-    for key in _PEAK_KEYS.get(precision, (precision,)):
-        if peak_flops and key in peak_flops:
-            peak = peak_flops[key]
-            break
-    point.peak_flops_per_s = peak
-    point.peak_dram_bytes_per_s = peak_dram_bytes_per_s
-    if peak and peak_dram_bytes_per_s:
-        point.ridge_intensity = peak / peak_dram_bytes_per_s
-        point.regime = "memory" if intensity < point.ridge_intensity else "compute"
-        roof = min(peak, intensity * peak_dram_bytes_per_s)
-        if point.achieved_flops_per_s is not None and roof > 0:
-            point.pct_of_roof = 100.0 * point.achieved_flops_per_s / roof
-    return point
+        if r.ridge_intensity is not None:
+            text += f"; ridge {r.ridge_intensity:.1f} FLOP/B -> {r.regime}-side, {num(r.pct_of_roof)}% of roof"
+        lines.append(text)
+    others = [k for k in d.top_kernels if k.name != d.kernel][:3]
+    if others:
+        lines.append("other kernels: " + "; ".join(f"{k.name} {k.share_pct:.0f}% ({k.launches}x)" for k in others))
+    if d.findings:
+        lines.append("NCU findings:")
+        for f in d.findings:
+            est = f"est. {f.speedup_pct:.0f}%" if f.speedup_pct is not None else "est. n/a"
+            msg = " ".join(f.message.split())
+            msg = msg if len(msg) <= message_chars else msg[: message_chars - 1] + "…"
+            lines.append(f"- [{est}] {f.title}: {msg}" if msg else f"- [{est}] {f.title}")
+    return lines
 
 
 def _short(name: str) -> str:

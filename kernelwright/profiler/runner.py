@@ -299,13 +299,16 @@ def target_command(
     warmup: int = 3,
     iters: int = 1,
     size: str = "default",
+    build_cache: Path | None = None,
     python: str | None = None,
 ) -> list[str]:
-    """argv of the target script that runs a problem (or a candidate for it) for ncu."""
+    """argv of the target script that runs a problem (or a candidate for it) for ncu; the
+    candidate's extensions come from `build_cache` (None: the target's configured one)."""
     cmd = [python or sys.executable, "-m", "kernelwright.profiler.target", problem]
     if candidate is not None:
         cmd.append(str(candidate))
-    return [*cmd, "--warmup", str(warmup), "--iters", str(iters), "--size", size]
+    cmd += ["--warmup", str(warmup), "--iters", str(iters), "--size", size]
+    return [*cmd, "--build-cache", str(build_cache)] if build_cache is not None else cmd
 
 
 def profile_problem(
@@ -318,11 +321,14 @@ def profile_problem(
     iters: int = 1,
     size: str = "default",
     timeout_s: float = 300.0,
+    build_cache: Path | None = None,
 ) -> ProfileResult:
     """Profile one forward pass of a problem's reference (or of a candidate's ModelNew) after warm-up.
 
     Only the launches between cudaProfilerStart/Stop are profiled (the target script brackets the
-    measured iterations with them), so warm-up and setup kernels never reach the report.
+    measured iterations with them), so warm-up and setup kernels never reach the report. The
+    candidate's extensions are built in `build_cache` (None: the configured one), where `eval`
+    left them.
     """
     base = options or NcuOptions(launch_count=None)
     opts = NcuOptions(
@@ -339,5 +345,5 @@ def profile_problem(
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    cmd = target_command(problem, candidate, warmup=warmup, iters=iters, size=size)
+    cmd = target_command(problem, candidate, warmup=warmup, iters=iters, size=size, build_cache=build_cache)
     return run_ncu(cmd, report_path, opts, timeout_s=timeout_s, env=env)

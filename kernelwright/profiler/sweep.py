@@ -44,6 +44,7 @@ class SweepSpec(BaseModel):
     runs: int = 5
     metrics: list[str] = ["gpu__time_duration.sum"]
     include_reference: bool = True
+    build_cache: Path | None = None  # where the candidate's extensions are built; None: the configured one
 
 
 class SweepPoint(BaseModel):

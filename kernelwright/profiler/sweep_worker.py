@@ -2,7 +2,8 @@
 
 nsight-python re-executes this very script under ncu (same argv), runs the decorated function
 there and exits; back in the first process the decorated call returns the aggregated results.
-So everything above the decorated call must be cheap and deterministic.
+So everything above the decorated call must be cheap and deterministic. The candidate is loaded
+as the harness loads it (`kernelwright.problems.candidate`), its extensions from the spec's build cache.
 """
 
 from __future__ import annotations
@@ -31,11 +32,12 @@ def main(spec_path: str, out_path: str) -> int:
 
     def setup() -> None:
         # Runs only inside the profiled child: the first process never executes the function body.
-        import importlib.util
-
         import torch
 
-        from kernelwright.problems import materialize, resolve_problem
+        from kernelwright.config import load_settings
+        from kernelwright.problems import resolve_problem
+        from kernelwright.problems.candidate import load_candidate
+        from kernelwright.problems.instance import materialize
 
         inst = materialize(resolve_problem(spec.problem), spec.size)  # type: ignore[arg-type]
         dev = torch.device("cuda")
@@ -44,10 +46,9 @@ def main(spec_path: str, out_path: str) -> int:
         if spec.include_reference or not spec.candidate:
             models["reference"] = inst.make_model().to(dev).eval()
         if spec.candidate:
-            mod_spec = importlib.util.spec_from_file_location("kernelwright_candidate", spec.candidate)
-            assert mod_spec is not None and mod_spec.loader is not None
-            module = importlib.util.module_from_spec(mod_spec)
-            mod_spec.loader.exec_module(module)
+            build_cache = spec.build_cache or load_settings().build_cache_dir
+            assert build_cache is not None  # Settings derives it from its home folder
+            module = load_candidate(Path(spec.candidate), build_cache)
             models["candidate"] = module.ModelNew(*inst.init_inputs).to(dev).eval()
         sets = inst.input_sets()
         state["models"] = models
@@ -100,7 +101,8 @@ def main(spec_path: str, out_path: str) -> int:
 
 def _variant_count(spec: Any) -> int:
     """How many shape variants the problem has, read without touching the GPU."""
-    from kernelwright.problems import import_module, resolve_problem
+    from kernelwright.problems import resolve_problem
+    from kernelwright.problems.instance import import_module
 
     problem = resolve_problem(spec.problem)
     module = import_module(problem)

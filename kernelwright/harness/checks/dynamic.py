@@ -16,76 +16,14 @@ from typing import Any
 
 import torch
 
-from kernelwright.harness.build.hooks import REGION_PREFIX
+from kernelwright.harness.build.recorder import REGION_PREFIX
+from kernelwright.harness.checks.torch_ops import PROFILED_NOT_WORK
 from kernelwright.harness.timing.timers import MISSING, WATCHED_TIMERS, resolve_attribute
 from kernelwright.harness.verdicts import Reason
 
 WORK_SHARE_TARGET_MS = 2.0  # profiled work per round: enough that per-op noise averages out
 WORK_SHARE_MAX_CALLS = 100
 _perf_counter = time.perf_counter  # captured before any candidate is imported
-
-# aten ops that move, view or allocate memory: not "computation" for the fallback check.
-TRIVIAL_OPS = frozenset(
-    f"aten::{n}"
-    for n in (
-        "empty",
-        "empty_like",
-        "empty_strided",
-        "zeros",
-        "zeros_like",
-        "ones",
-        "ones_like",
-        "full",
-        "full_like",
-        "fill_",
-        "zero_",
-        "view",
-        "reshape",
-        "_reshape_alias",
-        "as_strided",
-        "contiguous",
-        "clone",
-        "copy_",
-        "to",
-        "_to_copy",
-        "permute",
-        "transpose",
-        "t",
-        "expand",
-        "unsqueeze",
-        "squeeze",
-        "flatten",
-        "detach",
-        "alias",
-        "resize_",
-        "select",
-        "slice",
-        "narrow",
-        "unbind",
-        "split",
-        "chunk",
-        "lift_fresh",
-        "item",
-        "_local_scalar_dense",
-        "is_nonzero",
-        "size",
-        "stride",
-        "numel",
-        "dim",
-        "result_type",
-        "empty_affine_quantized",
-        "set_",
-        "record_stream",
-        "unfold",
-        "view_as",
-        "expand_as",
-        "reshape_as",
-        "_unsafe_view",
-        "movedim",
-        "squeeze_",
-        "unsqueeze_",
-    )
-)
 
 
 def warm_up_harness() -> None:
@@ -220,7 +158,7 @@ def _attribute(prof: Any, device: str, own_kernel_names: tuple[str, ...]) -> tup
             own_ms += ev.cpu_time_total / 1e3
             own_kernels.append(ev.name[len(REGION_PREFIX) :])
     for ev in prof.events():
-        if not ev.name.startswith("aten::") or ev.name in TRIVIAL_OPS:
+        if not ev.name.startswith("aten::") or ev.name in PROFILED_NOT_WORK:
             continue
         ms = ev.self_cpu_time_total / 1e3
         library[ev.name] = library.get(ev.name, 0.0) + ms

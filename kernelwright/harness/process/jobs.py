@@ -7,8 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from kernelwright.harness.fuzz import TrialPlan
-from kernelwright.harness.options import TimingPlan
+from kernelwright.harness.options import TimingPlan, TrialPlan
 
 
 class WorkerJob(BaseModel):

@@ -1,5 +1,11 @@
 """Run a worker in its own process with a time limit per phase; a crash, hang or OOM becomes a
-value (`Outcome`), never an exception, and never takes the harness down."""
+value (`Outcome`), never an exception, and never takes the harness down.
+
+Every live worker is registered here, so an interrupt (`kill_all`) can end all of them and
+everything they started. A worker's descendants are found through /proc and not only by process
+group: ninja puts each compiler command in a process group of its own, so a group kill alone
+leaves `cc1plus` running after the worker is gone.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +27,10 @@ from kernelwright.harness.process.jobs import WorkerJob, WorkerMessage
 from kernelwright.harness.verdicts import Reason
 
 CLOSE_GRACE_S = 0.05
+
+_LIVE: set[WorkerProcess] = set()
+_LIVE_LOCK = threading.Lock()
+_INTERRUPTED = threading.Event()  # set by interrupt(): no new worker starts
 
 _SIGNALS = {
     signal.SIGSEGV: Reason.SEGFAULT,
@@ -66,10 +76,69 @@ def classify_death(returncode: int | None, stderr_tail: str) -> tuple[Reason, st
     return Reason.PROCESS_DIED, f"the worker exited with status {returncode}"
 
 
+def _children_map() -> dict[int, list[int]]:
+    """ppid -> pids, read from /proc (empty where there is no /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            stat = entry.read_text()
+        except OSError:
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ")"
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(int(entry.parent.name))
+    return children
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (children, grandchildren, ...), from /proc."""
+    children = _children_map()
+    found: list[int] = []
+    stack = list(children.get(pid, []))
+    while stack:
+        child = stack.pop()
+        found.append(child)
+        stack.extend(children.get(child, []))
+    return found
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL `pid`, its process group and every descendant, wherever their process groups are.
+    The tree is stopped first so nothing forks or is re-parented while it is being collected."""
+    tree = [pid, *descendants(pid)]
+    for target in tree:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(target, signal.SIGSTOP)
+    tree += [p for p in descendants(pid) if p not in tree]
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    for target in tree:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(target, signal.SIGKILL)
+
+
+def interrupt() -> int:
+    """Ctrl-C: end every live worker and everything it started, and refuse to start new ones
+    (queued parallel builds included) until `resume()`; returns how many workers were ended."""
+    _INTERRUPTED.set()
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for worker in live:
+        worker.kill()
+    return len(live)
+
+
+def resume() -> None:
+    _INTERRUPTED.clear()
+
+
 class WorkerProcess:
     """One worker subprocess. `expect(phase, timeout)` waits for that phase's result."""
 
     def __init__(self, job: WorkerJob, job_file: Path, log_file: Path, env: dict[str, str] | None = None) -> None:
+        if _INTERRUPTED.is_set():
+            raise KeyboardInterrupt("interrupted: no new worker starts")
         job_file.write_text(job.model_dump_json(indent=1))
         self.log_file = log_file
         self._log: IO[bytes] = open(log_file, "ab")  # noqa: SIM115 (closed in close()/__exit__)
@@ -83,6 +152,8 @@ class WorkerProcess:
             env=child_env,
             start_new_session=True,  # its own process group: a timeout kills compiler children too
         )
+        with _LIVE_LOCK:
+            _LIVE.add(self)
         self._lines: queue.Queue[str | None] = queue.Queue()
         self.phases_seen: set[str] = set()  # phases the worker announced it was starting
         threading.Thread(target=self._read, daemon=True).start()
@@ -163,10 +234,17 @@ class WorkerProcess:
             return None
 
     def kill(self) -> None:
+        """End the worker and everything it started (compilers included). Only while the worker is
+        not yet reaped: after that its pid may belong to someone else."""
         if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
+            kill_tree(self.proc.pid)
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=30)
+        self._forget()
+
+    def _forget(self) -> None:
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
 
     def close(self) -> None:
         """End a worker whose results are all in: ask it to stop, give it a moment, then end its
@@ -175,10 +253,7 @@ class WorkerProcess:
         self.send("stop")
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=CLOSE_GRACE_S)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=30)
+        self.kill()
         self._log.close()
 
     def __enter__(self) -> WorkerProcess:

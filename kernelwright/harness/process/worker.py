@@ -79,7 +79,8 @@ def run_reference(job: WorkerJob, chan: Channel) -> None:
     import torch
 
     from kernelwright.harness.fuzz import draw_inputs, roundoff_of
-    from kernelwright.problems import load_problem_file, materialize
+    from kernelwright.problems import load_problem_file
+    from kernelwright.problems.instance import materialize
 
     chan.send("phase", "reference")
     _disable_tf32()
@@ -117,7 +118,7 @@ class CandidateSession:
     """The state of one candidate worker across its phases."""
 
     def __init__(self, job: WorkerJob, chan: Channel) -> None:
-        from kernelwright.harness.build.hooks import ExtensionRecorder, install
+        from kernelwright.harness.build.recorder import ExtensionRecorder
         from kernelwright.harness.checks import dynamic as dynamic_checks
 
         self.job, self.chan = job, chan
@@ -128,7 +129,6 @@ class CandidateSession:
         _disable_tf32()
         dynamic_checks.warm_up_harness()
         self.recorder = ExtensionRecorder()
-        install(job.build_cache, self.recorder)
         # The baselines are built before any candidate code runs (and torch.compile's own patches
         # to torch are then part of the snapshot below, not mistaken for the candidate's).
         self.baselines: Any = None
@@ -161,10 +161,11 @@ class CandidateSession:
         start = time.perf_counter()
         assert self.job.candidate_path is not None
         try:
-            from kernelwright.problems.instance import exec_as_module
+            from kernelwright.problems.candidate import load_candidate
 
-            path = self.job.candidate_path
-            self.module = exec_as_module(path.read_text(), path, "kernelwright_candidate")
+            self.module = load_candidate(
+                self.job.candidate_path, self.job.build_cache, wrap=self.recorder.wrap, builds=self.recorder.builds
+            )
         except SyntaxError as exc:
             self.chan.send(
                 "result",
@@ -210,7 +211,8 @@ class CandidateSession:
         import torch
 
         from kernelwright.harness.checks import dynamic as dynamic_checks
-        from kernelwright.problems import load_problem_file, materialize
+        from kernelwright.problems import load_problem_file
+        from kernelwright.problems.instance import materialize
 
         self.chan.send("phase", "correctness")
         job = self.job

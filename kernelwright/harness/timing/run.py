@@ -12,7 +12,8 @@ import torch
 
 from kernelwright.harness.process.jobs import WorkerJob
 from kernelwright.harness.timing.timers import CpuTimer, CudaEventTimer, time_interleaved, timer_functions_intact
-from kernelwright.problems import load_problem_file, materialize
+from kernelwright.problems import load_problem_file
+from kernelwright.problems.instance import materialize
 
 
 def _input_sets(job: WorkerJob) -> list[list[Any]]:

@@ -201,12 +201,6 @@ class CpuTimer:
         return None
 
 
-def make_timer(device: torch.device | str) -> Timer:
-    """The right timer for where the inputs live: CUDA events on a CUDA device, perf_counter elsewhere."""
-    dev = torch.device(device)
-    return CudaEventTimer(dev) if dev.type == "cuda" else CpuTimer()
-
-
 def hidden_work_suspected(
     event_median_ms: float,
     wall_min_ms: float,

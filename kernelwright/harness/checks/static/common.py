@@ -71,20 +71,6 @@ def walk(node: Node) -> Iterator[Node]:
         stack.extend(reversed(current.children))
 
 
-def ancestors(node: Node) -> Iterator[Node]:
-    parent = node.parent
-    while parent is not None:
-        yield parent
-        parent = parent.parent
-
-
-def first_error(root: Node) -> Node | None:
-    for node in walk(root):
-        if node.type == "ERROR" or node.is_missing:
-            return node
-    return None
-
-
 class FindingSink:
     """Collects findings, dropping exact duplicates while keeping first-seen order."""
 

@@ -8,6 +8,7 @@ from tree_sitter import Node
 
 from kernelwright.harness.checks.static.common import FindingSink, Severity, cuda_parser, text, walk
 from kernelwright.harness.checks.static.pysource import Resolved
+from kernelwright.harness.checks.torch_ops import CALLED_NOT_WORK, TENSOR_COMPUTE_METHODS
 
 _LAUNCH_APIS = {
     "cudaLaunchKernel",
@@ -39,37 +40,6 @@ _HALF_CALL_PREFIXES = (
     "__bfloat162float", "__float_to_tf32", "__float2tf32", "__hadd", "__hsub", "__hmul",
     "__hfma", "__hdiv", "__hneg", "hexp", "hsqrt", "hrsqrt",
 )  # fmt: skip
-_TORCH_CPP_TRIVIAL = {
-    "empty",
-    "empty_like",
-    "empty_strided",
-    "zeros",
-    "zeros_like",
-    "ones",
-    "ones_like",
-    "full",
-    "full_like",
-    "from_blob",
-    "tensor",
-    "arange",
-    "TensorOptions",
-    "dtype",
-    "device",
-    "Device",
-    "DeviceGuard",
-    "OptionalDeviceGuard",
-    "IntArrayRef",
-    "Scalar",
-}
-TENSOR_COMPUTE_METHODS = {
-    "matmul", "mm", "bmm", "addmm", "baddbmm", "einsum", "softmax", "log_softmax", "sum", "mean",
-    "exp", "log", "relu", "relu_", "sigmoid", "tanh", "gelu", "max", "min", "amax", "amin", "norm",
-    "var", "std", "add", "add_", "mul", "mul_", "sub", "sub_", "div", "div_", "pow", "sqrt",
-    "rsqrt", "abs", "clamp", "clamp_", "cumsum", "cumprod", "prod", "argmax", "argmin", "topk",
-    "sort", "masked_fill", "where", "conv2d", "linear", "layer_norm", "dot", "matrix_power",
-    "logsumexp", "square", "neg", "reciprocal", "erf", "sin", "cos", "softplus", "silu",
-    "hardtanh", "leaky_relu", "elu", "selu", "mish", "floor", "ceil", "round", "any", "all",
-}  # fmt: skip
 
 
 @dataclass
@@ -226,7 +196,7 @@ class _SourceChecker:
 
     def _torch_call(self, node: Node, function: Node | None, name: str, qualified: str) -> None:
         head = qualified.split("::")[0]
-        if head in ("torch", "at") and "::cuda::" not in qualified and name not in _TORCH_CPP_TRIVIAL:
+        if head in ("torch", "at") and "::cuda::" not in qualified and name not in CALLED_NOT_WORK:
             if qualified.count("::") >= 1 and not name[:1].isupper():
                 self.facts.torch_ops.append(qualified)
                 self.add("torch_fallback", f"Calls the PyTorch op {qualified} from C++", node, "flag")

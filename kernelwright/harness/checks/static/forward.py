@@ -10,18 +10,9 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from kernelwright.harness.checks.static.common import FindingSink, line_of, text, walk
-from kernelwright.harness.checks.static.cpp import TENSOR_COMPUTE_METHODS
 from kernelwright.harness.checks.static.pysource import PyModule
+from kernelwright.harness.checks.torch_ops import CALLED_NOT_WORK, TENSOR_COMPUTE_METHODS
 
-_TORCH_TRIVIAL = {
-    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full",
-    "full_like", "arange", "tensor", "as_tensor", "from_numpy", "device", "dtype", "Size",
-    "is_tensor", "numel", "no_grad", "inference_mode", "enable_grad", "is_grad_enabled",
-    "get_default_dtype", "finfo", "iinfo", "promote_types", "result_type", "broadcast_shapes",
-    "view", "reshape", "contiguous", "permute", "transpose", "flatten", "unsqueeze", "squeeze",
-    "expand", "narrow", "chunk", "split", "unbind", "as_strided", "randn", "rand",
-    "manual_seed", "is_floating_point", "is_complex", "set_grad_enabled",
-}  # fmt: skip
 _TORCH_NON_COMPUTE = {"cuda", "utils", "backends", "autograd", "jit", "distributed", "testing", "library", "nn"}
 _TORCH_COMPUTE_NAMESPACES = {"linalg", "fft", "special", "ops", "sparse", "_C", "nested"}
 _LAYERS_NOT_COMPUTE = {"Parameter", "ParameterList", "ParameterDict", "Buffer", "Identity", "Module", "ModuleDict"}
@@ -40,7 +31,6 @@ class ForwardFacts:
     reached: list[Node] = field(default_factory=list)  # function_definition nodes
     torch_ops: list[tuple[str, int]] = field(default_factory=list)
     reaches_kernel: bool = False
-    kernel_entries: set[str] = field(default_factory=set)
 
 
 class ForwardAnalysis:
@@ -113,7 +103,6 @@ class ForwardAnalysis:
     # ---- reachability ------------------------------------------------------------------
     def run(self) -> ForwardFacts:
         facts = self.facts
-        facts.kernel_entries = set(self.m.triton_kernels) | self.ext_functions | self.holders
         if self.model_new is None:
             return facts
         facts.has_modelnew = True
@@ -211,7 +200,7 @@ class ForwardAnalysis:
             parts = name.split(".")
             if parts[1] in _TORCH_COMPUTE_NAMESPACES:
                 return name
-            if parts[1] in _TORCH_NON_COMPUTE or len(parts) != 2 or parts[1] in _TORCH_TRIVIAL:
+            if parts[1] in _TORCH_NON_COMPUTE or len(parts) != 2 or parts[1] in CALLED_NOT_WORK:
                 return None
             return name
         if function is None or function.type != "attribute":

@@ -9,6 +9,7 @@ under that lock so it can never block the next build.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import logging
@@ -60,3 +61,23 @@ class BuildCache:
                 log.warning("removing a stale build lock left by an interrupted build: %s", stale)
                 stale.unlink(missing_ok=True)
             yield folder
+
+    def clear_stale_batons(self) -> int:
+        """Remove torch's `lock` files that no build holds (their key's flock is free): what an
+        interrupted build leaves behind. Returns how many were removed."""
+        removed = 0
+        for baton in self.root.glob("*/*/lock"):
+            flock_file = baton.parent.parent / f"{baton.parent.name}.lock"
+            try:
+                with open(flock_file, "a+") as handle:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    try:
+                        baton.unlink(missing_ok=True)
+                        removed += 1
+                    finally:
+                        fcntl.flock(handle, fcntl.LOCK_UN)
+            except BlockingIOError:
+                continue  # a build holds it: its baton is live
+            except OSError as exc:
+                log.debug("cannot check %s: %s", baton, exc)
+        return removed

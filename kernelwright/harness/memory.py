@@ -1,0 +1,94 @@
+"""How much memory an evaluation will take, decided before anything starts.
+
+An evaluation at a problem's default size holds many copies of its tensors at once: the trial
+inputs and the reference outputs pass through scratch files (in RAM-backed /dev/shm when it has
+room), the harness keeps every trial's expected outputs, the reference worker runs the model in
+fp32 and fp64, and the candidate's worker holds the rotating timing inputs, the trial inputs and
+the outputs of the candidate and its baselines. On a machine without enough memory the
+out-of-memory killer ends a worker minutes in; refusing up front, with the figure and the flag
+that fits, is better. The estimate errs on the large side.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelwright.errors import EnvironmentProblem
+from kernelwright.harness.options import EvalOptions, plan_trials
+from kernelwright.problems import Problem
+from kernelwright.problems.footprint import Footprint, human_bytes, measure
+
+# Headroom for what the estimate cannot see: interpreters, torch, allocator slack, compilers.
+FIXED_OVERHEAD_BYTES = 2 << 30
+USABLE_FRACTION = 0.9
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Host-memory bytes by part; `device_bytes` on the GPU (0 on the CPU)."""
+
+    parts: dict[str, int]
+    device_bytes: int
+
+    @property
+    def host_bytes(self) -> int:
+        return sum(self.parts.values())
+
+    def describe(self) -> str:
+        shown = ", ".join(f"{name} {human_bytes(n)}" for name, n in self.parts.items() if n >= 1 << 20)
+        return f"about {human_bytes(self.host_bytes)} of memory ({shown})"
+
+
+def available_memory() -> int | None:
+    """MemAvailable from /proc/meminfo, or None where that is not known."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def estimate(footprint: Footprint, opts: EvalOptions, scratch_in_ram: bool) -> MemoryEstimate:
+    inputs = footprint.largest_input_bytes
+    outputs = footprint.output_bytes if footprint.output_bytes is not None else inputs
+    params = footprint.param_bytes
+    trials = len(plan_trials(opts.trials, len(footprint.variants), 0))
+    timing_sets = min(opts.timing_plan.input_sets, max(1, opts.timing_plan.memory_budget_bytes // max(inputs, 1)))
+    on_host = opts.device == "cpu"
+    parts = {
+        "scratch files": trials * (inputs + outputs) if scratch_in_ram else 0,
+        "expected outputs": trials * outputs,
+        # fp32 and fp64 runs: the trial's inputs and outputs twice over, plus the model in fp64
+        "reference worker": 2 * inputs + 3 * outputs + 3 * params if on_host else 2 * inputs + outputs,
+        "candidate worker": (timing_sets + 2) * inputs + 3 * outputs + 2 * params if on_host else 2 * inputs + outputs,
+        "overhead": FIXED_OVERHEAD_BYTES,
+    }
+    device = 0 if on_host else (timing_sets + 2) * inputs + 4 * outputs + 3 * params
+    return MemoryEstimate(parts, device)
+
+
+def check_memory(problem: Problem, footprint: Footprint, opts: EvalOptions, scratch_in_ram: bool) -> MemoryEstimate:
+    """Refuse (exit 5) an evaluation that will not fit this machine's available memory."""
+    need = estimate(footprint, opts, scratch_in_ram)
+    have = available_memory()
+    if os.environ.get("KERNELWRIGHT_MEMORY_LIMIT"):  # tests and users can state a tighter limit
+        limit = int(os.environ["KERNELWRIGHT_MEMORY_LIMIT"])
+        have = limit if have is None else min(have, limit)
+    if have is None or need.host_bytes <= have * USABLE_FRACTION:
+        return need
+    hint = "`--size small` runs the problem's small inputs"
+    if opts.size == "default" and problem.has_small:
+        small = estimate(measure(problem, "small"), opts, scratch_in_ram)
+        fits = small.host_bytes <= have * USABLE_FRACTION
+        hint = f"`--size small` needs {human_bytes(small.host_bytes)}{'' if fits else ' (also too much)'}"
+    elif opts.size == "default":
+        hint = "this problem defines no small size (get_small_inputs); use a machine with more memory"
+    raise EnvironmentProblem(
+        f"{problem.qualified} at {footprint.size} size needs {need.describe()}; "
+        f"this machine has {human_bytes(have)} available",
+        hint=hint,
+    )

@@ -1,0 +1,123 @@
+"""The one way a candidate file is loaded, in every process that runs one: the harness's worker
+and the profiler's targets (`profiler/target.py` under ncu, `profiler/sweep_worker.py`).
+
+Before the file runs, its builds are routed into the content-addressed build cache: the
+`torch.utils.cpp_extension.load_inline` / `load` it calls build in the folder of their key
+(`cache.py`), and `kernelwright.fastext` builds in the cache's `fastext/` folder. So
+`kernelwright profile` after `kernelwright eval` reuses eval's builds instead of compiling again.
+
+The torch functions are patched once per process and read the routing in force when they are
+called, so loading again (another cache root, another recorder) never stacks one patch on another.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import time
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelwright import fastext
+from kernelwright.problems.candidate.cache import BuildCache, cache_key
+from kernelwright.problems.instance import exec_as_module
+
+MODULE_NAME = "kernelwright_candidate"
+Wrap = Callable[[Any, str], Any]  # wrap(fn, "extension.function") -> what the candidate gets instead
+
+
+@dataclass
+class _Routing:
+    """Where builds go and who hears of them: set by every load, read by the patched functions."""
+
+    cache: BuildCache | None = None
+    wrap: Wrap | None = None
+    builds: list[dict[str, Any]] = field(default_factory=list)
+    patched: bool = False
+
+
+_ROUTING = _Routing()
+
+
+def load_candidate(
+    path: Path,
+    build_cache_root: Path,
+    *,
+    wrap: Wrap | None = None,
+    builds: list[dict[str, Any]] | None = None,
+) -> types.ModuleType:
+    """Run the candidate file at `path` as the module `kernelwright_candidate`, its extensions
+    built in (or taken from) the build cache under `build_cache_root`.
+
+    Every build is appended to `builds` (name, key, cached, seconds; `fast` for the fast form),
+    and every function an extension hands out is passed through `wrap` first. Whatever the file
+    raises (a SyntaxError, a compiler error) propagates."""
+    _route_builds(Path(build_cache_root), wrap, builds if builds is not None else [])
+    path = Path(path)
+    return exec_as_module(path.read_text(), path, MODULE_NAME)
+
+
+def _route_builds(cache_root: Path, wrap: Wrap | None, builds: list[dict[str, Any]]) -> None:
+    fastext.configure(cache_root / "fastext", wrap=wrap, builds=builds)
+    _ROUTING.cache, _ROUTING.wrap, _ROUTING.builds = BuildCache(cache_root), wrap, builds
+    if not _ROUTING.patched:
+        _patch_cpp_extension()
+        _ROUTING.patched = True
+
+
+def _wrap_module(module: types.ModuleType, ext_name: str, wrap: Wrap) -> types.ModuleType:
+    proxy = types.ModuleType(module.__name__, module.__doc__)
+    for attr in dir(module):
+        value = getattr(module, attr)
+        if attr.startswith("__") or not callable(value):
+            setattr(proxy, attr, value)
+            continue
+        setattr(proxy, attr, wrap(value, f"{ext_name}.{attr}"))
+    return proxy
+
+
+def _patch_cpp_extension() -> None:
+    import torch.utils.cpp_extension as cpp
+
+    original_inline, original_load = cpp.load_inline, cpp.load
+    inline_sig, load_sig = inspect.signature(original_inline), inspect.signature(original_load)
+
+    def build(original: Any, sig: inspect.Signature, args: tuple, kwargs: dict, files: bool) -> Any:
+        cache, wrap, builds = _ROUTING.cache, _ROUTING.wrap, _ROUTING.builds
+        assert cache is not None  # patched only by _route_builds, which sets the cache first
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        spec = {k: v for k, v in bound.arguments.items() if k not in ("build_directory", "verbose")}
+        if files:  # `load(sources=[paths])`: the key must cover the files' contents
+            spec["source_text"] = [Path(p).read_text(errors="replace") for p in spec.get("sources") or []]
+        with_cuda = (
+            bool(spec.get("cuda_sources"))
+            or bool(spec.get("with_cuda"))
+            or any(str(p).endswith(".cu") for p in (spec.get("sources") or []))
+        )
+        key = cache_key(spec, with_cuda=with_cuda)
+        name = str(bound.arguments["name"])
+        with cache.locked(key) as folder:
+            cached = cache.is_built(key, name)
+            start = time.perf_counter()
+            bound.arguments["build_directory"] = str(folder)
+            bound.arguments["verbose"] = True  # the compiler's commands and output go to the build log
+            module = original(*bound.args, **bound.kwargs)
+            builds.append({"name": name, "key": key[:24], "cached": cached, "seconds": time.perf_counter() - start})
+        if wrap is not None and isinstance(module, types.ModuleType):
+            return _wrap_module(module, name, wrap)
+        return module
+
+    def load_inline(*args: Any, **kwargs: Any) -> Any:
+        return build(original_inline, inline_sig, args, kwargs, files=False)
+
+    def load(*args: Any, **kwargs: Any) -> Any:
+        return build(original_load, load_sig, args, kwargs, files=True)
+
+    functools.update_wrapper(load_inline, original_inline)
+    functools.update_wrapper(load, original_load)
+    cpp.load_inline = load_inline
+    cpp.load = load

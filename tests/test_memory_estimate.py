@@ -1,0 +1,58 @@
+"""An evaluation that will not fit this machine's memory is refused up front (exit 5), with the
+figure, the memory available and the flag that fits; shapes are read without allocating."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelwright.errors import EnvironmentProblem
+from kernelwright.harness.memory import check_memory, estimate
+from kernelwright.harness.options import EvalOptions
+from kernelwright.problems import resolve_problem
+from kernelwright.problems.footprint import measure
+from tests.candidates.cpu_kit import CORRECT
+
+
+def test_footprint_reads_default_shapes_without_allocating() -> None:
+    footprint = measure(resolve_problem("relu"), "default")
+    assert footprint.inputs[0].shape == (16384, 12288)  # type: ignore[union-attr]
+    assert footprint.input_bytes == footprint.output_bytes == 16384 * 12288 * 4
+    assert footprint.variants  # relu has held-out shapes
+
+
+def test_the_estimate_counts_every_copy() -> None:
+    footprint = measure(resolve_problem("relu"), "default")
+    need = estimate(footprint, EvalOptions(device="cpu"), scratch_in_ram=True)
+    assert need.host_bytes > 10 * footprint.input_bytes  # trials x (inputs + outputs) and the workers' copies
+    assert "expected outputs" in need.describe()
+
+
+def test_too_big_is_refused_with_the_figures(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KERNELWRIGHT_MEMORY_LIMIT", str(4 << 30))
+    problem = resolve_problem("relu")
+    with pytest.raises(EnvironmentProblem) as caught:
+        check_memory(problem, measure(problem, "default"), EvalOptions(device="cpu"), scratch_in_ram=True)
+    line = caught.value.one_line()
+    assert "needs about" in line and "4.3 GB available" in line and "`--size small` needs" in line
+    small = measure(problem, "small")
+    check_memory(problem, small, EvalOptions(device="cpu", size="small"), scratch_in_ram=True)  # fits: no error
+
+
+def test_eval_refuses_before_starting_anything(tmp_path: Path) -> None:
+    candidate = tmp_path / "good.py"
+    candidate.write_text(CORRECT.source())
+    done = subprocess.run(
+        [sys.executable, "-m", "kernelwright", "eval", "relu", str(candidate), "--device", "cpu"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env={**__import__("os").environ, "KERNELWRIGHT_MEMORY_LIMIT": str(4 << 30)},
+    )
+    assert done.returncode == 5, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("environment: level1/1_relu at default size needs about") and "--size small" in last
