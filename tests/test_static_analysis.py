@@ -369,6 +369,30 @@ def test_torch_compile_is_rejected(use: str) -> None:
     assert found.severity == "reject"
 
 
+def test_torch_compiler_is_compiling_is_not_torch_compile() -> None:
+    forward = "if torch.compiler.is_compiling():\n    pass\nreturn relu.relu_cuda(x)"
+    assert "torch_fallback" not in codes(analyze_candidate(cuda_candidate(forward=forward)), "reject")
+
+
+@pytest.mark.parametrize(
+    "use",
+    [
+        "exec('def fallback(x):\\n    return x.relu()')",
+        "fast = eval('lambda x: x.relu()')",
+        "code = compile('y = 1', 'f', 'exec')",
+        "import builtins\nbuiltins.exec('pass')",
+    ],
+)
+def test_running_source_text_is_rejected(use: str) -> None:
+    found = finding(analyze_candidate(cuda_candidate() + use + "\n"), "dynamic_code")
+    assert found.severity == "reject"
+
+
+def test_model_eval_and_re_compile_are_not_dynamic_code() -> None:
+    source = cuda_candidate() + "import re\nPATTERN = re.compile('x')\nm = ModelNew().eval()\n"
+    assert "dynamic_code" not in codes(analyze_candidate(source), "reject")
+
+
 def test_no_custom_kernel() -> None:
     source = "import torch\nimport torch.nn as nn\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x.relu()\n"
     analysis = analyze_candidate(source)

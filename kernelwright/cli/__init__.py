@@ -14,7 +14,7 @@ from typing import Annotated, Optional
 import typer
 
 from kernelwright import __version__
-from kernelwright.cli import doctor_cmd, eval_cmd, profile_cmd, specs_cmd
+from kernelwright.cli import demo_cmd, doctor_cmd, eval_cmd, optimize_cmd, profile_cmd, runs_cmd, specs_cmd
 from kernelwright.cli.context import AppState
 from kernelwright.cli.problems_cmd import problems_app
 from kernelwright.errors import ExitCode, KernelwrightError
@@ -32,7 +32,7 @@ app = typer.Typer(
 app.add_typer(problems_app, name="problems")
 
 # Commands living in their own modules register themselves with `register(app)`.
-for _module in (specs_cmd, profile_cmd, doctor_cmd, eval_cmd):
+for _module in (optimize_cmd, demo_cmd, runs_cmd, eval_cmd, specs_cmd, profile_cmd, doctor_cmd):
     _module.register(app)
 
 _state = AppState()
@@ -85,7 +85,7 @@ def _crash_log(exc: BaseException) -> Path | None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"crash-{dt.datetime.now():%Y%m%d-%H%M%S}.txt"
-        path.write_text(text)
+        path.write_text(sandbox.redact(text))  # a traceback can quote an API key (a failed request's headers)
         return path
     except OSError:
         return None

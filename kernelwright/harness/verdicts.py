@@ -62,6 +62,9 @@ class Reason(StrEnum):
     LAZY_OUTPUT = "lazy_output"  # tensor subclasses / deferred work finishing outside the timer
     CUDA_GRAPH_REPLAY = "cuda_graph_replay"
     UNVERIFIED_SPEEDUP = "unverified_speedup"  # a suspicious speedup failed re-verification
+    NETWORK_ACCESS = "network_access"  # tried to reach the network (strict sandbox; a flag otherwise)
+    WRITE_OUTSIDE_SCRATCH = "write_outside_scratch"  # tried to write outside its own folders (strict sandbox)
+    DYNAMIC_CODE = "dynamic_code"  # exec/eval/compile of source text: hidden from the static rules
     # build_error
     COMPILE_ERROR = "compile_error"
     MALFORMED_CANDIDATE = "malformed_candidate"  # no ModelNew, syntax error, import error

@@ -43,6 +43,8 @@ _STREAMS = {
 }
 _GRAPHS = ("torch.cuda.CUDAGraph", "torch.cuda.graph", "torch.cuda.make_graphed_callables", "torch.cuda.graphs")
 _COMPILERS = ("torch.compile", "torch._dynamo", "torch.jit.script", "torch.jit.trace", "torch._inductor")
+# Running source text as code hides it from every static rule (a fallback inside an exec'd string).
+_DYNAMIC_CODE = {"exec", "eval", "compile", "builtins.exec", "builtins.eval", "builtins.compile", "__import__"}
 _LAZY = ("torch.Tensor._make_subclass", "torch.utils._python_dispatch", "torch.overrides.TorchFunctionMode")
 _TENSOR_BASES = {"torch.Tensor", "torch._C._TensorBase", "torch._C.TensorBase"}
 _LOW_PRECISION = {
@@ -139,6 +141,9 @@ class ModuleRules:
                 self.add("global_state", f"Changes global PyTorch state with {name}().", node, "reject")
         elif name in _STREAMS:
             self.add("side_stream", f"Uses a side CUDA stream ({name}).", node, "reject")
+        elif name in _DYNAMIC_CODE:
+            what = f"Runs code built at run time with {name}(): the harness cannot read what it does."
+            self.add("dynamic_code", what, node, "reject")
         elif function is not None and function.type == "attribute":
             method = text(function.child_by_field_name("attribute"))
             if self.fp32 and method in ("half", "bfloat16") and not positional:
@@ -149,7 +154,7 @@ class ModuleRules:
 
     def _reference(self, node: Node) -> None:
         qualified = self.m.qualify(node) or ""
-        if qualified.startswith(_COMPILERS):
+        if _under(qualified, _COMPILERS):
             what = f"Uses {qualified}: PyTorch would generate the kernel, not the candidate."
             self.add("torch_fallback", what, node, "reject")
         elif qualified.startswith(_GRAPHS):
@@ -193,6 +198,12 @@ class ModuleRules:
                 self.add(
                     "calls_reference", f"Star-imports {full[:-2]}, which may bring in the reference.", node, "flag"
                 )
+
+
+def _under(qualified: str, prefixes: tuple[str, ...]) -> bool:
+    """`qualified` is one of `prefixes` or inside one (`torch.compile.x`), not merely spelled alike
+    (`torch.compiler.is_compiling` is not `torch.compile`)."""
+    return any(qualified == p or qualified.startswith(p + ".") for p in prefixes)
 
 
 def _outermost(node: Node) -> bool:

@@ -1,0 +1,194 @@
+"""The run's event stream: one typed, versioned event per step, and the consumers that read it.
+
+The headless renderer (cli), the trajectory writer, `--events-json` and later the TUI are all
+subscribers of one `EventStream`; nodes only ever `emit`. Events are pydantic so they can be
+written as JSON lines and read back (`parse_event`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, TypeAdapter
+
+log = logging.getLogger(__name__)
+
+EVENT_SCHEMA_VERSION = 1
+TRAJECTORY_SCHEMA_VERSION = 1
+
+
+class _Event(BaseModel):
+    schema_version: int = EVENT_SCHEMA_VERSION
+    run_id: str = ""
+    seq: int = 0
+    round: int = 0
+    ts: str = Field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"))
+
+
+class RunStarted(_Event):
+    kind: Literal["run_started"] = "run_started"
+    problem: str
+    device: str
+    backend: str
+    target: float
+    target_baseline: str
+    scripted: str | None = None
+    resumed: bool = False
+
+
+class StepStarted(_Event):
+    kind: Literal["step_started"] = "step_started"
+    step: str
+
+
+class PlanWritten(_Event):
+    kind: Literal["plan_written"] = "plan_written"
+    plan: str
+    expected_speedup: float | None = None
+
+
+class CandidateWritten(_Event):
+    kind: Literal["candidate_written"] = "candidate_written"
+    index: int
+    path: str
+    sha256: str
+
+
+class CoderRetry(_Event):
+    kind: Literal["coder_retry"] = "coder_retry"
+    why: str
+
+
+class CandidateEvaluated(_Event):
+    kind: Literal["candidate_evaluated"] = "candidate_evaluated"
+    index: int
+    verdict: str
+    reason: str | None = None
+    message: str = ""
+    speedups: dict[str, dict[str, float]] = Field(default_factory=dict)
+    beats_target: bool = False
+    cached: bool = Field(default=False, description="Result read back from the run folder, not re-evaluated.")
+
+
+class ProfileSkipped(_Event):
+    kind: Literal["profile_skipped"] = "profile_skipped"
+    why: str
+
+
+class ReviewWritten(_Event):
+    kind: Literal["review_written"] = "review_written"
+    decision: str
+    lesson: str
+    feedback: str = ""
+
+
+class UsageUpdated(_Event):
+    kind: Literal["usage_updated"] = "usage_updated"
+    role: str
+    input_tokens: int
+    output_tokens: int
+    total_tokens: float
+    cost_usd: float
+    estimated: bool = False
+
+
+class RunFinished(_Event):
+    kind: Literal["run_finished"] = "run_finished"
+    stop_reason: str
+    accepted: bool
+    best_index: int | None = None
+    best_speedups: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+
+Event = Annotated[
+    RunStarted
+    | StepStarted
+    | PlanWritten
+    | CandidateWritten
+    | CoderRetry
+    | CandidateEvaluated
+    | ProfileSkipped
+    | ReviewWritten
+    | UsageUpdated
+    | RunFinished,
+    Field(discriminator="kind"),
+]
+_ADAPTER: TypeAdapter[Any] = TypeAdapter(Event)
+
+
+def parse_event(data: str | dict[str, Any]) -> _Event:
+    """One event back from JSON (a line of --events-json, an entry of trajectory.json)."""
+    value = _ADAPTER.validate_json(data) if isinstance(data, str) else _ADAPTER.validate_python(data)
+    assert isinstance(value, _Event)
+    return value
+
+
+Subscriber = Callable[[_Event], None]
+
+
+class EventStream:
+    """Fan-out of events to subscribers, numbering them. A subscriber's exception propagates: a
+    consumer that cannot write (a full disk) should stop the run, not be silently dropped."""
+
+    def __init__(self, run_id: str = "", start_seq: int = 0) -> None:
+        self.run_id = run_id
+        self.seq = start_seq
+        self._subscribers: list[Subscriber] = []
+        self.round = 0
+
+    def subscribe(self, subscriber: Subscriber) -> None:
+        self._subscribers.append(subscriber)
+
+    def emit(self, event: _Event) -> None:
+        self.seq += 1
+        event.run_id, event.seq = self.run_id, self.seq
+        if not event.round:
+            event.round = self.round
+        for subscriber in self._subscribers:
+            subscriber(event)
+
+
+class JsonLinesWriter:
+    """`--events-json FILE`: one event per line, flushed as it happens."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = path.open("a", encoding="utf-8")
+
+    def __call__(self, event: _Event) -> None:
+        self._file.write(event.model_dump_json() + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class TrajectoryWriter:
+    """runs/<id>/trajectory.json: every event of the run (a resumed run appends), rewritten after
+    each event so a killed run leaves a readable file."""
+
+    def __init__(self, path: Path, header: dict[str, Any]) -> None:
+        self.path = path
+        self.header = header
+        self.events: list[dict[str, Any]] = []
+        if path.exists():
+            try:
+                self.events = list(json.loads(path.read_text()).get("events", []))
+            except (OSError, json.JSONDecodeError) as exc:
+                log.warning("%s unreadable (%s); starting a new trajectory", path, exc)
+
+    @property
+    def last_seq(self) -> int:
+        return max((int(e.get("seq", 0)) for e in self.events), default=0)
+
+    def __call__(self, event: _Event) -> None:
+        self.events.append(event.model_dump(mode="json"))
+        doc = {"schema_version": TRAJECTORY_SCHEMA_VERSION, **self.header, "events": self.events}
+        tmp = self.path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(doc, indent=1))
+        tmp.replace(self.path)

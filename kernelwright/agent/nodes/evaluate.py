@@ -1,0 +1,111 @@
+"""Evaluate: the harness judges the coder's candidates through the run's EvalSession (the next
+worker is already warm while the LLM writes; with --width K the K candidates are one batch, built
+in parallel). Each candidate is written to candidates/NNN.py and its EvalResult stored under
+results/<sha>.json as soon as the harness returns it, so a resumed run never evaluates the same
+source twice. Build errors and failed correctness go back to the coder with the truncated error,
+a bounded number of times per plan."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Literal
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
+
+from kernelwright.agent import budget, runs
+from kernelwright.agent.configuration import AgentConfig
+from kernelwright.agent.deps import Deps
+from kernelwright.agent.events import CandidateEvaluated, CandidateWritten
+from kernelwright.agent.nodes.common import started
+from kernelwright.agent.state import AgentState, CandidateRecord
+from kernelwright.harness.result import EvalResult
+from kernelwright.harness.verdicts import Verdict
+
+_BACK_TO_CODER = {Verdict.BUILD_ERROR, Verdict.INCORRECT, Verdict.CRASHED, Verdict.TIMEOUT}
+
+
+def feedback(result: EvalResult, limit: int) -> str:
+    """What the coder reads about a failed attempt: verdict, reason, message and the worker's
+    stderr tail, truncated (the end of a compiler log is where the error is)."""
+    head = f"The harness said: {result.verdict.value}"
+    if result.reason:
+        head += f" ({result.reason.value})"
+    text = f"{head}: {result.message}".strip()
+    if result.stderr_tail and result.verdict in (Verdict.BUILD_ERROR, Verdict.CRASHED):
+        text += f"\nLog tail:\n{result.stderr_tail[-limit:]}"
+    return text[: limit * 2]
+
+
+def _judge(paths: list[Path], shas: list[str], cfg: AgentConfig, deps: Deps) -> list[tuple[EvalResult, bool]]:
+    """(result, read back from the run folder) per candidate; only unseen sources are evaluated."""
+    stored = [runs.stored_result(cfg.run_dir, sha) for sha in shas]
+    todo = [i for i, result in enumerate(stored) if result is None]
+    fresh = deps.evaluator.evaluate([paths[i] for i in todo]) if todo else []
+    for i, result in zip(todo, fresh, strict=True):
+        runs.store_result(cfg.run_dir, shas[i], result)
+        stored[i] = result
+    return [(result, i not in todo) for i, result in enumerate(stored) if result is not None]
+
+
+def evaluate(state: AgentState, config: RunnableConfig) -> Command[Literal["coder", "profile", "reviewer"]]:
+    cfg, deps = AgentConfig.from_runnable_config(config), Deps.from_runnable_config(config)
+    started(deps, state, "evaluate")
+    first = len(state.get("candidates", [])) + 1
+    paths, shas = [], []
+    for offset, source in enumerate(state.get("drafts") or []):
+        path = runs.candidate_path(cfg.run_dir, first + offset)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source)
+        paths.append(path)
+        shas.append(runs.source_sha(source))
+        deps.events.emit(CandidateWritten(index=first + offset, path=str(path), sha256=shas[-1]))
+    records: list[CandidateRecord] = []
+    best = state.get("best")
+    judged = _judge(paths, shas, cfg, deps)
+    for offset, (result, cached) in enumerate(judged):
+        rec = budget.record(
+            result,
+            index=first + offset,
+            round_=state.get("round", 0),
+            attempt=state.get("attempt", 1),
+            path=str(paths[offset]),
+            target=cfg.target,
+        )
+        records.append(rec)
+        deps.events.emit(
+            CandidateEvaluated(
+                index=rec["index"],
+                verdict=rec["verdict"],
+                reason=rec["reason"],
+                message=rec["message"],
+                speedups=rec["speedups"],
+                beats_target=rec["beats_target"],
+                cached=cached,
+            )
+        )
+        if budget.better(rec, best):
+            best = rec
+            shutil.copyfile(paths[offset], cfg.run_dir / "best.py")
+    correct = [r for r in records if r["verdict"] == Verdict.CORRECT.value]
+    update: dict[str, object] = {
+        "candidates": records,
+        "results": {sha: str(cfg.run_dir / "results" / f"{sha}.json") for sha in shas},
+        "last_candidate": max(correct, key=budget.score) if correct else records[-1],
+        "drafts": [],
+        "best": best,
+    }
+    return Command(goto=_next([r for r, _ in judged], state, cfg, update), update=update)
+
+
+def _next(
+    results: list[EvalResult], state: AgentState, cfg: AgentConfig, update: dict[str, object]
+) -> Literal["coder", "profile", "reviewer"]:
+    if any(r.verdict == Verdict.CORRECT for r in results):
+        return "profile"
+    retry = [r for r in results if r.verdict in _BACK_TO_CODER]
+    if retry and state.get("attempt", 1) <= cfg.coder_retries:
+        update["coder_feedback"] = "\n\n".join(feedback(r, cfg.feedback_chars // len(retry)) for r in retry)
+        return "coder"
+    return "reviewer"  # rejected (the reviewer explains the hack), or out of retries

@@ -1,0 +1,76 @@
+"""Planner: reads the problem, the machine, the best result and summaries of earlier rounds, and
+writes a short plan with the speedup it expects. It is also where the loop stops: budgets and
+acceptance are checked here, in code, before any tokens are spent."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
+from pydantic import BaseModel, Field
+
+from kernelwright.agent import budget
+from kernelwright.agent.configuration import AgentConfig
+from kernelwright.agent.deps import Deps
+from kernelwright.agent.events import PlanWritten
+from kernelwright.agent.nodes.common import (
+    ask_structured,
+    brief,
+    describe,
+    hardware_text,
+    messages,
+    problem_of,
+    started,
+    tail,
+)
+from kernelwright.agent.state import AgentState
+
+
+class Plan(BaseModel):
+    plan: str = Field(description="What to change in the kernel and why, at most five sentences.")
+    expected_speedup: float | None = Field(default=None, description="Expected speedup over the target baseline.")
+
+
+def planner(state: AgentState, config: RunnableConfig) -> Command[Literal["coder", "__end__"]]:
+    cfg, deps = AgentConfig.from_runnable_config(config), Deps.from_runnable_config(config)
+    stop = budget.stop_reason(state, cfg, deps.started)
+    if stop is not None:
+        return Command(goto="__end__", update={"stop_reason": stop})
+    round_ = state.get("round", 0) + 1
+    hints = list(deps.hints)
+    deps.hints.clear()
+    started(deps, {**state, "round": round_}, "planner")
+    prompt = messages(
+        "planner",
+        brief=brief(cfg.problem, cfg.size),
+        reference=problem_of(cfg.problem).source,
+        hardware=hardware_text(cfg),
+        backend=cfg.backend,
+        target_baseline="torch.compile (eager where compile is unavailable)",
+        target=f"{cfg.target:g}",
+        best=describe(state.get("best")),
+        history=tail(state.get("history", []), 4),
+        lessons=tail(state.get("lessons", []), 8),
+        hints=tail(state.get("hints", []) + hints, 4),
+        round=round_,
+    )
+    plan, raw, usage = ask_structured("planner", prompt, Plan, cfg, deps)
+    text = plan.plan if plan is not None else raw.strip()[:1500]
+    expected = plan.expected_speedup if plan is not None else None
+    deps.events.emit(PlanWritten(plan=text, expected_speedup=expected, round=round_))
+    return Command(
+        goto="coder",
+        update={
+            "round": round_,
+            "plan": text,
+            "plan_expected_speedup": expected,
+            "attempt": 0,
+            "coder_feedback": "",
+            "no_code_replies": 0,
+            "last_candidate": None,
+            "profile_note": "",
+            "hints": hints,
+            "usage": usage,
+        },
+    )

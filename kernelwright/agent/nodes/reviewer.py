@@ -1,0 +1,75 @@
+"""Reviewer: a structured verdict on the round (iterate with feedback, or abandon the direction),
+a one-line lesson, and a plain explanation of any hack the harness rejected. It decides nothing
+about acceptance: whether the run stops is computed here in code, from the EvalResults."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
+from pydantic import BaseModel, Field
+
+from kernelwright.agent import budget
+from kernelwright.agent.configuration import AgentConfig
+from kernelwright.agent.deps import Deps
+from kernelwright.agent.events import ReviewWritten
+from kernelwright.agent.nodes.common import ask_structured, describe, messages, started
+from kernelwright.agent.state import AgentState
+
+
+class Review(BaseModel):
+    decision: Literal["iterate", "abandon"] = Field(description="Keep this direction, or try another.")
+    feedback: str = Field(default="", description="What the next round should change, or why the hack failed.")
+    lesson: str = Field(default="", description="One line worth remembering on similar problems.")
+
+
+def outcome_text(state: AgentState) -> str:
+    last = state.get("last_candidate")
+    if last is None:
+        return "No candidate was evaluated this round: the coder gave no usable code."
+    text = describe(last)
+    if last["verdict"] == "rejected":
+        text += "\nThe harness REJECTED it as a reward hack or rule violation; it can never be accepted."
+    others = [
+        c for c in state.get("candidates", []) if c["round"] == state.get("round") and c["index"] != last["index"]
+    ]
+    if others:
+        text += "\nOther attempts this round: " + "; ".join(describe(c) for c in others)
+    return text
+
+
+def reviewer(state: AgentState, config: RunnableConfig) -> Command[Literal["planner", "__end__"]]:
+    cfg, deps = AgentConfig.from_runnable_config(config), Deps.from_runnable_config(config)
+    started(deps, state, "reviewer")
+    round_ = state.get("round", 0)
+    outcome = outcome_text(state)
+    prompt = messages(
+        "reviewer",
+        round=round_,
+        plan=state.get("plan", ""),
+        outcome=outcome,
+        profile=state.get("profile_note") or "(no profile)",
+        best=describe(state.get("best")),
+    )
+    review, raw, usage = ask_structured("reviewer", prompt, Review, cfg, deps)
+    if review is None:
+        review = Review(decision="iterate", feedback=raw.strip()[:500], lesson="")
+    deps.events.emit(ReviewWritten(decision=review.decision, lesson=review.lesson, feedback=review.feedback))
+    best = state.get("best")
+    improved = best is not None and best["round"] == round_
+    summary = f"round {round_}: plan: {state.get('plan', '')[:300]} | result: {outcome.splitlines()[0]}"
+    summary += f" | review: {review.decision}: {review.feedback[:400]}"
+    update = {
+        "lessons": [review.lesson] if review.lesson else [],
+        "history": [summary],
+        "usage": usage,
+        "rounds_without_improvement": 0 if improved else state.get("rounds_without_improvement", 0) + 1,
+    }
+    after: AgentState = {**state, **update, "usage": {**state.get("usage", {})}}  # type: ignore[typeddict-item]
+    for key, value in usage.items():
+        after["usage"][key] = after["usage"].get(key, 0.0) + value
+    stop = budget.stop_reason(after, cfg, deps.started)
+    if stop is not None:
+        return Command(goto="__end__", update={**update, "stop_reason": stop, "accepted": stop.startswith("accepted")})
+    return Command(goto="planner", update=update)

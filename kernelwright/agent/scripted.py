@@ -1,0 +1,168 @@
+"""A scripted chat model: the LLM of the tests and of `kernelwright demo`, shipped in the package.
+
+`ScriptedSession` holds a script per role (planner, coder, reviewer): the replies, in order.
+`session.model(role)` is a LangChain `BaseChatModel` that answers with the role's next reply,
+records every prompt it receives (`session.prompts[role]`), supports `bind_tools` (returns itself)
+and `with_structured_output` (a reply given as a dict is validated into the schema), and reports
+usage metadata with a documented estimate: tokens = ceil(characters / 4), the usual rule of thumb
+for English and code with OpenAI-style tokenizers (no tokenizer can be downloaded offline).
+A script that runs out raises `ScriptExhausted`, which names the role and the step.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable, RunnableLambda
+from pydantic import BaseModel, ConfigDict
+
+from kernelwright.errors import ExitCode, KernelwrightError
+
+CHARS_PER_TOKEN = 4
+
+
+def estimate_tokens(text: str) -> int:
+    """The scripted model's token estimate: ceil(len(text) / 4)."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+class ScriptExhausted(KernelwrightError):
+    """The scripted model was asked for more replies than its script has: the run diverged."""
+
+    exit_code = ExitCode.NEEDS_ATTENTION
+    title = "script ran out"
+
+
+class ScriptDiverged(KernelwrightError):
+    """The harness reached a verdict the script did not expect: the replies that follow would no
+    longer make sense, so a scripted run stops here (its state is saved)."""
+
+    exit_code = ExitCode.NEEDS_ATTENTION
+    title = "diverged from the script"
+
+
+class ScriptedFailure(Exception):
+    """A reply that raises instead of answering (a scripted API error)."""
+
+
+Reply = str | dict[str, Any] | BaseException | Callable[[list[BaseMessage]], str]
+
+
+@dataclass
+class ScriptedSession:
+    """The script of one run: replies per role, consumed in order, and every prompt received."""
+
+    script: dict[str, list[Reply]]
+    name: str = "scripted"
+    expected_verdicts: list[str] = field(default_factory=list)
+    prompts: dict[str, list[list[BaseMessage]]] = field(default_factory=dict)
+    position: dict[str, int] = field(default_factory=dict)
+
+    def next_reply(self, role: str, messages: list[BaseMessage]) -> Reply:
+        self.prompts.setdefault(role, []).append(list(messages))
+        step = self.position.get(role, 0)
+        replies = self.script.get(role, [])
+        if step >= len(replies):
+            raise ScriptExhausted(
+                f"the {self.name} script has {len(replies)} {role} repl{'y' if len(replies) == 1 else 'ies'}; "
+                f"the run asked for reply {step + 1}",
+                hint="the run diverged from the script",
+            )
+        self.position[role] = step + 1
+        return replies[step]
+
+    def watch(self, event: Any) -> None:
+        """An event-stream subscriber: stop the run at the first verdict the script did not expect."""
+        if getattr(event, "kind", "") != "candidate_evaluated" or not self.expected_verdicts:
+            return
+        index = int(event.index)
+        expected = self.expected_verdicts[index - 1] if index <= len(self.expected_verdicts) else None
+        if event.verdict != expected:
+            reason = f" ({event.reason})" if event.reason else ""
+            raise ScriptDiverged(
+                f"candidate {index} of the {self.name} run is {event.verdict}{reason}; the script expected "
+                f"{expected or 'no further candidate'}: {str(event.message).splitlines()[0][:200] if event.message else ''}".rstrip(
+                    ": "
+                )
+            )
+
+    def skip(self, counts: dict[str, int]) -> None:
+        """Mark replies as already used (a resumed run continues the script where it stopped)."""
+        for role, count in counts.items():
+            self.position[role] = self.position.get(role, 0) + count
+
+    def model(self, role: str) -> ScriptedChatModel:
+        return ScriptedChatModel(session=self, role=role)
+
+
+def _as_text(reply: Reply, messages: list[BaseMessage]) -> str:
+    if isinstance(reply, BaseException):
+        raise reply
+    if isinstance(reply, dict):
+        return json.dumps(reply)
+    if callable(reply):
+        return reply(messages)
+    return reply
+
+
+class ScriptedChatModel(BaseChatModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    session: Any
+    role: str
+    model_name: str = "scripted"
+
+    @property
+    def _llm_type(self) -> str:
+        return "kernelwright-scripted"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        text = _as_text(self.session.next_reply(self.role, messages), messages)
+        prompt_tokens = sum(estimate_tokens(str(m.content)) for m in messages)
+        out_tokens = estimate_tokens(text)
+        message = AIMessage(
+            content=text,
+            usage_metadata={
+                "input_tokens": prompt_tokens,
+                "output_tokens": out_tokens,
+                "total_tokens": prompt_tokens + out_tokens,
+            },
+            response_metadata={"model_name": self.model_name, "estimated_usage": True},
+        )
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:
+        return self  # type: ignore[return-value]
+
+    def with_structured_output(  # type: ignore[override]
+        self, schema: type[BaseModel], *, include_raw: bool = False, **kwargs: Any
+    ) -> Runnable[LanguageModelInput, Any]:
+        """Replies are JSON (or dicts in the script) validated into `schema`; with include_raw,
+        `{"raw": AIMessage, "parsed": ..., "parsing_error": ...}` like LangChain's own."""
+
+        def run(value: LanguageModelInput) -> Any:
+            raw = self.invoke(value)
+            parsed, error = None, None
+            try:
+                parsed = schema.model_validate_json(str(raw.content))
+            except ValueError as exc:
+                error = exc
+                if not include_raw:
+                    raise
+            return {"raw": raw, "parsed": parsed, "parsing_error": error} if include_raw else parsed
+
+        return RunnableLambda(run)

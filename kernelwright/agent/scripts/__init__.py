@@ -1,0 +1,15 @@
+"""Scripted LLM sessions shipped with kernelwright: what `kernelwright demo` replays.
+
+Each script is the replies a planner, coder and reviewer would give, in order, plus the verdicts
+the harness is expected to reach; the builds, fuzzing and timing are real. `SCRIPTS` maps a name
+to a factory of a fresh `ScriptedSession`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kernelwright.agent.scripted import ScriptedSession
+from kernelwright.agent.scripts import relu_cpu, relu_cuda
+
+SCRIPTS: dict[str, Callable[[], ScriptedSession]] = {"relu-cpu": relu_cpu.session, "relu-cuda": relu_cuda.session}

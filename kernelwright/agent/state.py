@@ -1,0 +1,63 @@
+"""The graph state: what every node reads and writes, checkpointed after each step.
+
+A TypedDict with explicit reducers (LangGraph merges node updates through them). Values are plain
+JSON-able data so the SQLite checkpoint stays readable and stable across versions; full
+EvalResults live on disk, one file per candidate keyed by source hash (see `runs.py`).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+
+def merge_dicts(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
+    """Later keys win; used for per-candidate results keyed by source hash."""
+    return {**(left or {}), **(right or {})}
+
+
+def add_usage(left: dict[str, float] | None, right: dict[str, float] | None) -> dict[str, float]:
+    """Token and cost counters add up across calls."""
+    out = dict(left or {})
+    for key, value in (right or {}).items():
+        out[key] = out.get(key, 0.0) + value
+    return out
+
+
+class CandidateRecord(TypedDict):
+    """One evaluated candidate, as the loop remembers it (the EvalResult itself is on disk)."""
+
+    index: int
+    round: int
+    attempt: int
+    sha256: str
+    path: str
+    verdict: str
+    reason: str | None
+    message: str
+    speedups: dict[str, dict[str, float]]
+    target_baseline: str | None
+    beats_target: bool
+
+
+class AgentState(TypedDict, total=False):
+    problem: str
+    round: int
+    plan: str
+    plan_expected_speedup: float | None
+    attempt: int
+    drafts: list[str]
+    coder_feedback: str
+    no_code_replies: int
+    last_candidate: CandidateRecord | None
+    candidates: Annotated[list[CandidateRecord], operator.add]
+    results: Annotated[dict[str, str], merge_dicts]
+    best: CandidateRecord | None
+    lessons: Annotated[list[str], operator.add]
+    history: Annotated[list[str], operator.add]
+    hints: Annotated[list[str], operator.add]
+    usage: Annotated[dict[str, float], add_usage]
+    rounds_without_improvement: int
+    profile_note: str
+    stop_reason: str | None
+    accepted: bool

@@ -1,0 +1,31 @@
+"""The scripted sessions shipped for `kernelwright demo` are well-formed: every coder reply holds
+a parseable ModelNew file of the right backend, and the hack is visible to the static checks.
+(The CPU session runs for real in test_agent_demo.py; the CUDA one needs a GPU.)"""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelwright.agent.nodes.coder import extract_code
+from kernelwright.agent.scripts import SCRIPTS
+from kernelwright.harness.checks.static.analysis import analyze_candidate
+
+
+@pytest.mark.parametrize(("name", "backend"), [("relu-cpu", "cpp"), ("relu-cuda", "cuda")])
+def test_scripted_sessions_are_well_formed(name: str, backend: str) -> None:
+    session = SCRIPTS[name]()
+    coder = session.script["coder"]
+    assert len(coder) == len(session.expected_verdicts)
+    assert (
+        len(session.script["planner"])
+        == len(session.script["reviewer"])
+        == session.expected_verdicts.count("correct") + 1
+    )
+    for reply, expected in zip(coder, session.expected_verdicts, strict=True):
+        assert isinstance(reply, str)
+        source, why = extract_code(reply)
+        assert source is not None, why
+        analysis = analyze_candidate(source)
+        assert analysis.backend == backend
+        codes = {f.code for f in analysis.findings}
+        assert ("torch_fallback" in codes) == (expected == "rejected")
