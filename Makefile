@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup dev demo test lint check clean
+.PHONY: setup dev demo harness-demo test lint check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,8 +17,10 @@ setup: $(BIN)/python  ## runtime install (torch: see scripts/install-torch, TORC
 dev: setup  ## runtime + dev tools (pytest, ruff, mypy, import-linter)
 	$(BIN)/python -m pip install -q -e '.[dev]'
 
-demo: setup  ## the main job on a built-in default
-	$(BIN)/kernelwright problems list
+demo: setup  ## the main job on a built-in default: the agent on `relu`, driven by a scripted LLM
+	$(BIN)/kernelwright demo --device cpu
+
+harness-demo: setup  ## the harness alone: the bundled oracle solutions of `relu`, with their expected verdicts
 	$(BIN)/kernelwright eval relu --bundled --device cpu --size small --baselines eager
 
 test: dev  ## CPU test suite (GPU tests skip without a GPU; `pytest -m gpu` on a GPU host)

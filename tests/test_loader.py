@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -109,13 +110,14 @@ def test_runtime_faults_are_named(tmp_path: Path, text: str, message: str) -> No
         materialize(problem)
 
 
-def test_a_bad_file_in_a_folder_is_reported_and_skipped(tmp_path: Path) -> None:
+def test_a_bad_file_in_a_folder_is_reported_and_skipped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     _write(tmp_path, "level1/1_Good.py", GOOD)
     _write(tmp_path, "level1/2_Broken.py", "class Model(:\n")
     _write(tmp_path, "level1/_helper.py", "x = 1\n")
     report = load_folder(tmp_path)
     assert [p.stem for p in report.problems] == ["1_Good"]
     assert len(report.errors) == 1 and "2_Broken.py" in report.errors[0].message
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # the caller reports it, once
 
 
 def test_a_kernelbench_checkout_is_found_under_its_package_folder(tmp_path: Path) -> None:

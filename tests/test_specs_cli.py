@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
 
 import pytest
 import torch
+from rich.console import Console
 from typer.testing import CliRunner
 
-from kernelwright.cli import app, main
+from kernelwright.cli import app, main, specs_cmd
 from kernelwright.errors import ExitCode, UsageError
-from kernelwright.hardware_specs import HardwareInfo
+from kernelwright.hardware_specs import HardwareInfo, load_table
 
 runner = CliRunner()
 
@@ -47,6 +49,17 @@ def test_list_as_json_and_table() -> None:
     assert len(names) == 11 and "MI300X" in names
     table = _invoke("specs", "--list")
     assert table.return_value == ExitCode.OK and "RTX 3090" in table.output
+
+
+def test_list_at_80_columns_keeps_every_name_and_figure(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = io.StringIO()
+    monkeypatch.setattr(specs_cmd, "out", Console(file=text, width=80))  # a pipe or a CI log
+    assert _invoke("specs", "--list").return_value == ExitCode.OK
+    table = text.getvalue()
+    assert "…" not in table and all(len(line) <= 80 for line in table.splitlines())
+    for spec in load_table().gpus:
+        assert spec.name in table
+        assert f"{spec.memory.bandwidth_gbs:g}" in table and f"{spec.tensor_core_tflops.bf16:g}" in table
 
 
 def test_this_machine_as_json() -> None:

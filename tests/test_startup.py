@@ -11,10 +11,11 @@ HEAVY = ("torch", "numpy", "langchain_core", "langgraph", "textual", "triton")
 
 
 def _imported_after(code: str) -> list[str]:
-    probe = f"import sys\n{code}\nprint(','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    probe = f"import sys\n{code}\nprint('HEAVY:' + ','.join(m for m in {HEAVY!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    return [m for m in done.stdout.strip().splitlines()[-1].split(",") if m]
+    line = next(line for line in done.stdout.splitlines() if line.startswith("HEAVY:"))
+    return [m for m in line.removeprefix("HEAVY:").split(",") if m]
 
 
 def test_importing_the_cli_imports_nothing_heavy() -> None:
@@ -28,6 +29,7 @@ def test_help_and_version_import_nothing_heavy() -> None:
             "try:\n"
             f"    main({args!r})\n"
             "except SystemExit as exc:\n"
-            "    assert exc.code == 0, exc.code"
+            "    assert exc.code == 0, exc.code\n"
+            "sys.stdout.flush()"
         )
         assert _imported_after(code) == [], args

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kernelwright.config import Settings, load_settings
+if TYPE_CHECKING:
+    from kernelwright.config import Settings
 
 
 @dataclass
@@ -16,5 +17,9 @@ class AppState:
     overrides: dict[str, Any] = field(default_factory=dict)
 
     def settings(self, **more: Any) -> Settings:
-        """Settings with this invocation's flags on top (flags set to None are ignored)."""
+        """Settings with this invocation's flags on top (flags set to None are ignored). The
+        settings machinery (pydantic-settings) is imported here, not at start-up: `--help` never
+        reads a setting."""
+        from kernelwright.config import load_settings
+
         return load_settings(self.config_file, **{**self.overrides, **more})

@@ -11,12 +11,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from kernelwright.agent.configuration import AgentConfig
-from kernelwright.agent.scripted import ScriptDiverged, ScriptExhausted
 from kernelwright.cli.context import AppState
-from kernelwright.cli.optimize_cmd import execute, out
 from kernelwright.errors import ExitCode, UsageError
-from kernelwright.tools.evaluate import resolve_device
 
 DEMO_SCRIPTS = {"cpu": "relu-cpu", "cuda": "relu-cuda"}
 
@@ -35,6 +31,11 @@ def register(app: typer.Typer) -> None:
         """Watch the agent loop on `relu` with a scripted LLM: a slow kernel, a build error fixed on
         retry, a reward hack rejected and explained, then a faster kernel accepted. Real builds,
         fuzzing and timing; no API key needed. Exits 0 when the run went as scripted."""
+        from kernelwright.agent.configuration import AgentConfig
+        from kernelwright.agent.scripted import ScriptDiverged, ScriptExhausted
+        from kernelwright.cli.agent_run import execute, out
+        from kernelwright.tools.evaluate import resolve_device
+
         state: AppState = ctx.obj
         settings = state.settings()
         chosen = resolve_device(device, settings)

@@ -11,7 +11,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kernelwright.agent import runs
 from kernelwright.cli.context import AppState
 from kernelwright.errors import ExitCode, UsageError
 
@@ -33,6 +32,8 @@ def list_command(
     ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False
 ) -> int:
     """Every run in the runs folder, newest first."""
+    from kernelwright.agent import runs
+
     state: AppState = ctx.obj
     rows = runs.list_runs(Path(state.settings().runs_dir))
     if as_json:
@@ -55,6 +56,8 @@ def show_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print summary.json.")] = False,
 ) -> int:
     """One run: its outcome, candidates and lessons."""
+    from kernelwright.agent import runs
+
     state: AppState = ctx.obj
     folder = Path(state.settings().runs_dir) / run_id
     if not (folder / "config.json").is_file():

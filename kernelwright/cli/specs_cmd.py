@@ -3,24 +3,34 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from kernelwright.cli.tables import Column, fitted_table
 from kernelwright.errors import ExitCode, UsageError
-from kernelwright.hardware_specs import (
-    GpuSpec,
-    HardwareInfo,
-    detect,
-    load_table,
-    lookup,
-    ridge_points,
-)
-from kernelwright.hardware_specs.query import unit_of
+
+if TYPE_CHECKING:  # the spec layer (yaml, the table's models) loads when a specs command runs
+    from kernelwright.hardware_specs import GpuSpec, HardwareInfo
 
 out = Console()
+
+# At 80 columns the figures stay whole; vendor, architecture, CC and L2 go first, in that order.
+_LIST_COLUMNS = (
+    Column("name"),
+    Column("vendor", drop=5),
+    Column("arch", drop=4),
+    Column("CC", drop=3),
+    Column("SMs", justify="right"),
+    Column("memory GB", justify="right"),
+    Column("BW GB/s", justify="right"),
+    Column("L2 MB", drop=2, justify="right"),
+    Column("FP32 TF", justify="right"),
+    Column("BF16 TC TF", justify="right"),
+    Column("FP8 TC TF", drop=1, justify="right"),
+)
 
 
 def _fmt(value: Any) -> str:
@@ -36,6 +46,9 @@ def _json(doc: Any) -> None:
 
 
 def _spec_table(spec: GpuSpec, provenance: dict[str, str] | None = None) -> Table:
+    from kernelwright.hardware_specs import ridge_points
+    from kernelwright.hardware_specs.query import unit_of
+
     title = f"{spec.name} ({spec.vendor}, {spec.architecture or 'architecture unknown'})"
     table = Table(title=title, title_justify="left")
     table.add_column("field", no_wrap=True)
@@ -61,37 +74,29 @@ def _print_notes(notes: list[str]) -> None:
 
 
 def _list_gpus(as_json: bool) -> int:
+    from kernelwright.hardware_specs import load_table
+
     specs = load_table().gpus
     if as_json:
         _json({"gpus": [s.model_dump(mode="json") for s in specs]})
         return ExitCode.OK
-    table = Table(title=f"{len(specs)} GPUs in the spec table (dense peak throughput)")
-    table.add_column("name", no_wrap=True)
-    for column in (
-        "vendor",
-        "arch",
-        "CC",
-        "SMs",
-        "memory GB",
-        "BW GB/s",
-        "L2 MB",
-        "FP32 TF",
-        "BF16 TC TF",
-        "FP8 TC TF",
-    ):
-        table.add_column(column)
+    rows = []
     for s in specs:
         cells = (
             s.name, s.vendor, s.architecture, s.compute_capability, s.sms, s.memory.size_gb,
             s.memory.bandwidth_gbs, s.cache.l2_mb, s.cuda_core_tflops.fp32,
             s.tensor_core_tflops.bf16, s.tensor_core_tflops.fp8,
         )  # fmt: skip
-        table.add_row(*("-" if c is None else _fmt(c) for c in cells))
+        rows.append(["-" if c is None else _fmt(c) for c in cells])
+    title = f"{len(specs)} GPUs in the spec table (dense peak throughput)"
+    table = fitted_table(_LIST_COLUMNS, rows, out.width, title=title)
     out.print(table)
     return ExitCode.OK
 
 
 def _show_gpu(name: str, as_json: bool) -> int:
+    from kernelwright.hardware_specs import lookup, ridge_points
+
     found = lookup(name)
     spec = found.spec
     if as_json:
@@ -161,6 +166,8 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     ) -> int:
         """Show hardware specs: this machine (live GPU or CPU), a GPU from the sourced table, or the list."""
+        from kernelwright.hardware_specs import detect
+
         if list_all and gpu:
             raise UsageError("give a GPU name or --list, not both")
         if list_all:

@@ -12,13 +12,14 @@ that fits, is better. The estimate errs on the large side.
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from kernelwright.errors import EnvironmentProblem
 from kernelwright.harness.options import EvalOptions, plan_trials
 from kernelwright.problems import Problem
-from kernelwright.problems.footprint import Footprint, human_bytes, measure
+from kernelwright.problems.footprint import Footprint, TensorShape, human_bytes, measure
 
 # Headroom for what the estimate cannot see: interpreters, torch, allocator slack, compilers.
 FIXED_OVERHEAD_BYTES = 2 << 30
@@ -71,24 +72,82 @@ def estimate(footprint: Footprint, opts: EvalOptions, scratch_in_ram: bool) -> M
     return MemoryEstimate(parts, device)
 
 
-def check_memory(problem: Problem, footprint: Footprint, opts: EvalOptions, scratch_in_ram: bool) -> MemoryEstimate:
-    """Refuse (exit 5) an evaluation that will not fit this machine's available memory."""
-    need = estimate(footprint, opts, scratch_in_ram)
+def usable_memory() -> int | None:
+    """The memory this machine has for us: MemAvailable, or less where `KERNELWRIGHT_MEMORY_LIMIT`
+    (bytes) says so; None where neither is known."""
     have = available_memory()
     if os.environ.get("KERNELWRIGHT_MEMORY_LIMIT"):  # tests and users can state a tighter limit
         limit = int(os.environ["KERNELWRIGHT_MEMORY_LIMIT"])
         have = limit if have is None else min(have, limit)
-    if have is None or need.host_bytes <= have * USABLE_FRACTION:
-        return need
+    return have
+
+
+def fits(need: MemoryEstimate, have: int | None) -> bool:
+    return have is None or need.host_bytes <= have * USABLE_FRACTION
+
+
+def scratch_in_ram() -> bool:
+    """Whether an evaluation's scratch files would go to RAM-backed /dev/shm (the session's rule:
+    writable, with more than 16 GiB free), which counts them against memory."""
+    shm = Path("/dev/shm")
+    try:
+        return shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 16 << 30
+    except OSError:
+        return False
+
+
+def _refuse(
+    problem: Problem, footprint: Footprint, need: MemoryEstimate, have: int, small: MemoryEstimate | None, what: str
+) -> EnvironmentProblem:
     hint = "`--size small` runs the problem's small inputs"
-    if opts.size == "default" and problem.has_small:
-        small = estimate(measure(problem, "small"), opts, scratch_in_ram)
-        fits = small.host_bytes <= have * USABLE_FRACTION
-        hint = f"`--size small` needs {human_bytes(small.host_bytes)}{'' if fits else ' (also too much)'}"
-    elif opts.size == "default":
+    if footprint.size == "default" and small is not None:
+        hint = f"`--size small` needs {human_bytes(small.host_bytes)}{'' if fits(small, have) else ' (also too much)'}"
+    elif footprint.size == "default":
         hint = "this problem defines no small size (get_small_inputs); use a machine with more memory"
-    raise EnvironmentProblem(
-        f"{problem.qualified} at {footprint.size} size needs {need.describe()}; "
+    return EnvironmentProblem(
+        f"{problem.qualified} at {footprint.size} size needs {need.describe()}{what}; "
         f"this machine has {human_bytes(have)} available",
         hint=hint,
     )
+
+
+def check_memory(problem: Problem, footprint: Footprint, opts: EvalOptions, scratch_in_ram: bool) -> MemoryEstimate:
+    """Refuse (exit 5) an evaluation that will not fit this machine's available memory."""
+    need = estimate(footprint, opts, scratch_in_ram)
+    have = usable_memory()
+    if have is None or fits(need, have):
+        return need
+    small = None
+    if footprint.size == "default" and problem.has_small:
+        small = estimate(measure(problem, "small"), opts, scratch_in_ram)
+    raise _refuse(problem, footprint, need, have, small, "")
+
+
+def reference_run_estimate(footprint: Footprint, device: str) -> MemoryEstimate:
+    """A plain run of the reference (`problems run`): every input set is built on the host (the
+    variants too), the model runs on `device` and two outputs are alive at once."""
+    inputs = footprint.input_bytes + sum(
+        sum(i.nbytes for i in v if isinstance(i, TensorShape)) for v in footprint.variants
+    )
+    outputs = footprint.output_bytes if footprint.output_bytes is not None else footprint.input_bytes
+    on_host = device == "cpu"
+    parts = {
+        "inputs": inputs,
+        "outputs": 2 * outputs if on_host else 0,
+        "parameters": footprint.param_bytes,
+        "overhead": FIXED_OVERHEAD_BYTES,
+    }
+    device_bytes = 0 if on_host else footprint.input_bytes + 2 * outputs + footprint.param_bytes
+    return MemoryEstimate(parts, device_bytes)
+
+
+def check_reference_run(problem: Problem, footprint: Footprint, device: str) -> MemoryEstimate:
+    """Refuse (exit 5) a reference run that will not fit this machine's available memory."""
+    need = reference_run_estimate(footprint, device)
+    have = usable_memory()
+    if have is None or fits(need, have):
+        return need
+    small = None
+    if footprint.size == "default" and problem.has_small:
+        small = reference_run_estimate(measure(problem, "small"), device)
+    raise _refuse(problem, footprint, need, have, small, " to run its reference")

@@ -40,6 +40,11 @@ def _describe(value: Any) -> Item:
     return value  # a scalar argument
 
 
+def describe_item(item: Item) -> str:
+    """`float32[16, 1024]` for a tensor, the value itself for a scalar."""
+    return item.describe() if isinstance(item, TensorShape) else repr(item)
+
+
 def _nbytes(items: list[Item]) -> int:
     return sum(i.nbytes for i in items if isinstance(i, TensorShape))
 
@@ -66,6 +71,7 @@ class Footprint:
     param_bytes: int
     outputs: list[TensorShape] | None  # None: the forward could not run on meta tensors
     notes: list[str] = field(default_factory=list)
+    init_inputs: list[str] = field(default_factory=list)  # the constructor's arguments, described
 
     @property
     def input_bytes(self) -> int:
@@ -113,6 +119,7 @@ def measure(problem: Problem, size: Size = "default") -> Footprint:
         param_bytes=param_bytes,
         outputs=outputs,
         notes=notes,
+        init_inputs=[describe_item(_describe(v)) if isinstance(v, torch.Tensor) else repr(v) for v in inst.init_inputs],
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 import torch
 
 from kernelwright.errors import ProblemError
+from kernelwright.problems.imports import is_installed, pip_package
 from kernelwright.problems.model import Problem
 
 Size = Literal["default", "small"]
@@ -42,7 +43,11 @@ def import_module(problem: Problem, *, module_name: str | None = None) -> Module
         module = exec_as_module(problem.source, problem.path, name)
     except Exception as exc:  # the file is the user's code: any failure is their fault, reported
         last = traceback.extract_tb(exc.__traceback__)[-1]
-        raise ProblemError(f"{problem.path}:{last.lineno}: importing failed: {type(exc).__name__}: {exc}") from exc
+        message = f"{problem.path}:{last.lineno}: importing failed: {type(exc).__name__}: {exc}"
+        missing = (exc.name or "").split(".")[0] if isinstance(exc, ModuleNotFoundError) else ""
+        if missing and not is_installed(missing):
+            raise ProblemError(message, hint=f"`pip install {pip_package(missing)}` installs {missing}") from exc
+        raise ProblemError(message) from exc
     return module
 
 

@@ -1,0 +1,152 @@
+"""Running the agent from the command line: the headless renderer (one consumer of the agent's
+event stream; the trajectory writer and `--events-json` are others), the summary, and `execute`,
+shared by `optimize` and `demo`. Imported only when one of them runs: it pulls in the agent,
+LangChain and torch, which `--help` must not pay for.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from kernelwright.agent.configuration import ROLES, AgentConfig
+from kernelwright.agent.events import JsonLinesWriter, _Event
+from kernelwright.agent.llm import chat_model
+from kernelwright.agent.runner import RunOutcome, harness_session, run
+from kernelwright.agent.scripted import ScriptedSession
+from kernelwright.agent.scripts import SCRIPTS
+from kernelwright.config import Settings
+from kernelwright.errors import UsageError
+
+out = Console(width=None if sys.stdout.isatty() else 140)
+
+
+def _speed(speedups: dict[str, dict[str, float]]) -> str:
+    return ", ".join(
+        f"{s['ratio']:.2f}x vs {name} [{s['ci_low']:.2f}-{s['ci_high']:.2f}]" for name, s in speedups.items()
+    )
+
+
+def _first_error(message: str) -> str:
+    """The line of a harness message worth one screen line: a compiler's `error:` line if any."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    for line in lines:
+        if "error:" in line:
+            return line[line.index("error:") :][:160]
+    return lines[0][:160] if lines else ""
+
+
+class HeadlessRenderer:
+    """Prints one line per meaningful event; tokens and cost as a running meter."""
+
+    COLOURS = {"correct": "green", "incorrect": "red", "rejected": "magenta"}
+
+    def __init__(self, console: Console, label: str = "") -> None:
+        self.console, self.label = console, label
+        self.tokens = 0.0
+        self.cost = 0.0
+        self.estimated = False
+
+    def say(self, text: str) -> None:
+        self.console.print(text, highlight=False)
+
+    def __call__(self, event: _Event) -> None:
+        e: Any = event
+        kind = getattr(event, "kind", "")
+        if kind == "run_started":
+            how = f" [bold yellow]{self.label}[/]" if self.label else ""
+            verb = "resuming" if e.resumed else "run"
+            self.say(
+                f"[bold]{verb} {e.run_id}[/]{how}: {e.problem} on {e.device}, backend {e.backend}, "
+                f"target: CI lower bound > {e.target:g}x vs {e.target_baseline}"
+            )
+        elif kind == "plan_written":
+            expect = f" (expects {e.expected_speedup:g}x)" if e.expected_speedup else ""
+            self.say(f"[bold cyan]round {e.round}[/] plan{expect}: {e.plan}")
+        elif kind == "coder_retry":
+            self.say(f"  [yellow]coder reply unusable[/]: {e.why}")
+        elif kind == "candidate_evaluated":
+            colour = self.COLOURS.get(e.verdict, "yellow")
+            reason = f" ({e.reason})" if e.reason else ""
+            detail = _speed(e.speedups) if e.verdict == "correct" else _first_error(e.message)
+            cached = " [dim](stored result)[/]" if e.cached else ""
+            accepted = "  [bold green]beats the target[/]" if e.beats_target else ""
+            self.say(f"  candidate {e.index}: [{colour}]{e.verdict}{reason}[/]{cached} {detail}{accepted}")
+        elif kind == "profile_skipped":
+            self.say(f"  [dim]{e.why}[/]")
+        elif kind == "review_written":
+            meter = f"{int(self.tokens)} tokens{' (estimated)' if self.estimated else ''}, ${self.cost:.2f}"
+            self.say(f"  review: {e.decision}: {e.feedback}")
+            if e.lesson:
+                self.say(f"  lesson: {e.lesson}")
+            self.say(f"  [dim]budget used: {meter}[/]")
+        elif kind == "usage_updated":
+            self.tokens += e.total_tokens
+            self.cost += e.cost_usd
+            self.estimated = self.estimated or e.estimated
+        elif kind == "run_finished":
+            colour = "green" if e.accepted else "yellow"
+            self.say(f"[bold {colour}]stopped[/]: {e.stop_reason}")
+
+
+def print_summary(outcome: RunOutcome, console: Console) -> None:
+    table = Table(title=f"run {outcome.config.run_id}", show_lines=False)
+    for column in ("#", "round", "verdict", "reason", "speedups (CI 95%)"):
+        table.add_column(column)
+    best = outcome.best["index"] if outcome.best else None
+    for c in outcome.candidates:
+        mark = " *" if c["index"] == best else ""
+        table.add_row(
+            f"{c['index']}{mark}", str(c["round"]), c["verdict"], c["reason"] or "-", _speed(c["speedups"]) or "-"
+        )
+    console.print(table)
+    if outcome.best:
+        console.print(
+            f"best: candidate {outcome.best['index']} -> {outcome.config.run_dir / 'best.py'}", highlight=False
+        )
+    else:
+        console.print("no correct candidate", highlight=False)
+    console.print(f"run folder: {outcome.config.run_dir}", highlight=False)
+
+
+def make_models(config: AgentConfig) -> tuple[dict[str, Any], ScriptedSession | None]:
+    if config.scripted:
+        factory = SCRIPTS.get(config.scripted)
+        if factory is None:
+            raise UsageError(f"no scripted session {config.scripted!r}; known: {', '.join(SCRIPTS)}")
+        session = factory()
+        return {role: session.model(role) for role in ROLES}, session
+    return {role: chat_model(config, role) for role in ROLES}, None
+
+
+def execute(
+    config: AgentConfig,
+    settings: Settings,
+    *,
+    resume: bool = False,
+    events_json: Path | None = None,
+    console: Console = out,
+    hints: tuple[str, ...] = (),
+) -> tuple[RunOutcome, ScriptedSession | None]:
+    models, session = make_models(config)
+    label = f"scripted: {config.scripted}" if config.scripted else ""
+    subscribers: list[Any] = [HeadlessRenderer(console, label)]
+    if session is not None and session.expected_verdicts:
+        subscribers.append(session.watch)  # a scripted run stops where reality leaves the script
+    writer = JsonLinesWriter(events_json) if events_json else None
+    if writer is not None:
+        subscribers.append(writer)
+    try:
+        with harness_session(config, settings) as evaluator:
+            outcome = run(
+                config, models, evaluator, resume=resume, subscribers=tuple(subscribers), scripted=session, hints=hints
+            )
+    finally:
+        if writer is not None:
+            writer.close()
+    print_summary(outcome, console)
+    return outcome, session

@@ -1,0 +1,97 @@
+"""Profile with Nsight Compute: what `kernelwright profile` and the agent's profile step call.
+
+Reports become digests (with a roofline where the GPU's peaks are known), a failed ncu run becomes
+the right kernelwright error, and a candidate's report says which share of GPU time its own
+kernels took.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from kernelwright.errors import CandidateCrashed, EnvironmentProblem, KernelwrightError, UsageError
+from kernelwright.hardware_specs import peaks
+from kernelwright.harness.checks.static.analysis import analyze_candidate
+from kernelwright.profiler import (
+    DEFAULT_SECTIONS,
+    NcuDigest,
+    NcuOptions,
+    ProfileResult,
+    ProfileStatus,
+    build_digest,
+    kernel_ownership,
+    load_report,
+)
+
+log = logging.getLogger(__name__)
+GPU_NAME_METRIC = "device__attribute_display_name"
+
+
+def roofline_peaks(gpu_name: str | None) -> dict[str, Any]:
+    """The peaks `build_digest` places a kernel against; empty (no roofline) for an unknown GPU."""
+    if not gpu_name:
+        return {}
+    try:
+        found = peaks(gpu_name)
+    except KernelwrightError as exc:
+        log.debug("no peaks for %s: %s", gpu_name, exc)
+        return {}
+    out: dict[str, Any] = {}
+    if found.dram_bytes_per_s:
+        out["peak_dram_bytes_per_s"] = float(found.dram_bytes_per_s)
+    # The digest counts CUDA-core FLOPs from SASS, so the CUDA-core peaks are the roof.
+    if found.cuda_core_flops:
+        out["peak_flops"] = {str(k): float(v) for k, v in found.cuda_core_flops.items()}
+    return out
+
+
+def digest_file(path: Path, kernel_regex: str | None = None) -> NcuDigest:
+    """The digest of the kernels in a `.ncu-rep` that match `kernel_regex` (all when None)."""
+    report = load_report(path)
+    if not report.kernels:
+        raise UsageError(f"{path} holds no profiled kernels")
+    selected = report.select(kernel_regex)
+    if not selected:
+        names = sorted({k.name for k in report.kernels})[:5]
+        raise UsageError(f"no kernel in {path} matches {kernel_regex!r}", hint=f"kernels: {', '.join(names)}")
+    digest = build_digest(selected, **roofline_peaks(selected[0].text(GPU_NAME_METRIC)))
+    assert digest is not None
+    return digest
+
+
+def ensure_ok(result: ProfileResult) -> None:
+    """A failed ncu run as the kernelwright error that gives it its exit code."""
+    if result.ok:
+        return
+    text = result.message
+    if result.status in (ProfileStatus.NCU_MISSING, ProfileStatus.NO_PERMISSION, ProfileStatus.NO_GPU):
+        raise EnvironmentProblem(text, hint=result.hint)
+    if result.status is ProfileStatus.NO_KERNEL_MATCHED:
+        raise UsageError(text, hint=result.hint)
+    tail = (result.stderr_tail or result.stdout_tail).strip().splitlines()[-1:]
+    raise CandidateCrashed(f"profiling {result.status.value}: {text}", hint=tail[0][:200] if tail else result.hint)
+
+
+def ncu_options(
+    sections: list[str] | None, source: bool, kernel: str | None, skip: int, count: int | None
+) -> NcuOptions:
+    chosen: list[str] = []
+    for item in sections or []:
+        chosen += [s.strip() for s in item.split(",") if s.strip()]
+    return NcuOptions(
+        sections=tuple(chosen) or DEFAULT_SECTIONS,
+        source_counters=source,
+        kernel_regex=kernel,
+        launch_skip=skip,
+        launch_count=count,
+    )
+
+
+def candidate_ownership(candidate: Path, report_path: Path) -> dict[str, Any]:
+    """ncu's second opinion on "the candidate's own kernels did the work": the share of GPU time
+    in the kernels the candidate's source defines."""
+    analysis = analyze_candidate(candidate.read_text())
+    owned = kernel_ownership(load_report(report_path), analysis.own_kernels)
+    return owned.model_dump(mode="json") | {"own_pct": owned.own_pct, "text": owned.to_text()}
