@@ -25,6 +25,7 @@ from pydantic_settings import (
 from kernelwright.errors import ConfigError
 
 ENV_PREFIX = "KERNELWRIGHT_"
+_SECRETS: set[str] = set()  # every secret a Settings object was given: redacted from logs and evidence
 _file_values: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("_file_values")
 
 
@@ -64,6 +65,30 @@ class Settings(BaseSettings):
     )
     llm_model: str = Field(default="gpt-4.1", description="Model name sent to the LLM endpoint.")
     llm_api_key: SecretStr | None = Field(default=None, description="API key for the LLM endpoint.")
+    llm_temperature: float = Field(default=0.2, ge=0, le=2, description="Sampling temperature of every role.")
+    llm_max_tokens: int = Field(default=8192, gt=0, description="Most completion tokens one LLM reply may use.")
+    llm_timeout_s: float = Field(default=120.0, gt=0, description="Time limit of one LLM request, seconds.")
+    llm_max_retries: int = Field(
+        default=4, ge=0, description="Retries (exponential backoff) of a rate-limited (429) or failed (5xx) request."
+    )
+    llm_structured_output: Literal["function_calling", "json_schema", "json_mode", "plain_json"] = Field(
+        default="function_calling",
+        description="How plans and reviews come back: a tool call, a JSON schema, JSON mode, or JSON in the "
+        "text (`plain_json`, for endpoints without function calling; the planner and reviewer get no tools then).",
+    )
+    llm_planner_model: str | None = Field(default=None, description="Model of the planner; None: `llm_model`.")
+    llm_coder_model: str | None = Field(default=None, description="Model of the coder; None: `llm_model`.")
+    llm_reviewer_model: str | None = Field(default=None, description="Model of the reviewer; None: `llm_model`.")
+    llm_price_in_per_1k: float = Field(
+        default=0.0, ge=0, description="USD per 1,000 prompt tokens, for the cost meter and the cost budget."
+    )
+    llm_price_out_per_1k: float = Field(default=0.0, ge=0, description="USD per 1,000 completion tokens.")
+    sandbox: Literal["strict", "best-effort"] = Field(
+        default="best-effort",
+        description="Candidate isolation: `best-effort` runs with whatever layers the machine offers "
+        "(scrubbed environment, network namespace, Landlock, resource limits) and records which were in "
+        "force; `strict` refuses to evaluate (exit 5) unless all of them are available.",
+    )
 
     @model_validator(mode="after")
     def _derive_locations(self) -> Settings:
@@ -74,6 +99,8 @@ class Settings(BaseSettings):
             self.inductor_cache_dir = self.home / "inductor-cache"
         if self.memory_db is None:
             self.memory_db = self.home / "memory.sqlite"
+        if self.llm_api_key is not None:
+            _SECRETS.add(self.llm_api_key.get_secret_value())
         return self
 
     @classmethod
@@ -87,6 +114,11 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         file_source = InitSettingsSource(settings_cls, init_kwargs=_file_values.get({}))
         return (init_settings, env_settings, file_source)
+
+
+def known_secrets() -> frozenset[str]:
+    """Secret values any Settings in this process was given (for redaction, never for display)."""
+    return frozenset(_SECRETS)
 
 
 def find_config_file(explicit: Path | None = None) -> Path | None:

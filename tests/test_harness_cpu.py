@@ -7,6 +7,7 @@ extension build), then each case's verdict and reason are asserted separately.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -51,7 +52,7 @@ def test_relu_case_gets_its_verdict(relu_results: dict[str, EvalResult], case: C
         assert any(t.reused_addresses for t in result.trials)  # address reuse exercised
         assert not any(f.severity == "reject" for f in result.flags)
     if case.reason == "compile_error":  # the compiler's own error line, not only torch's summary
-        assert "main.cpp:1: error: expected primary-expression" in result.message, result.message
+        assert re.search(r"main\.cpp:\d+: error: expected primary-expression", result.message), result.message
 
 
 def test_constant_output_is_caught_when_the_reference_is_near_zero(tmp_path: Path, shared_home: Path) -> None:
@@ -87,7 +88,7 @@ def test_suspicious_speedup_is_reverified_and_a_process_dependent_kernel_fails(
     tmp_path: Path, shared_home: Path
 ) -> None:
     honest = _write(tmp_path, CORRECT)
-    marker = tmp_path / "first-pid"
+    marker = shared_home / "build-cache" / f"first-pid-{tmp_path.name}"  # a folder the sandbox lets workers write
     cheat = Case(
         "correct_only_in_first_process",
         _model(

@@ -103,6 +103,15 @@ def register(app: typer.Typer) -> None:
         out_dir: Annotated[
             Optional[Path], typer.Option("--out", help="Write an evidence folder per candidate here.")
         ] = None,
+        sandbox: Annotated[
+            Optional[str],
+            typer.Option(
+                "--sandbox",
+                help="strict: refuse to run (exit 5) without every isolation layer, and reject candidates that "
+                "try the network or write outside their scratch; best-effort (default, setting `sandbox`): "
+                "run with the layers available and flag such attempts.",
+            ),
+        ] = None,
     ) -> int:
         """Evaluate candidate kernels against a problem's PyTorch reference: build each in its own
         process, fuzz it for correctness, reject reward hacks, and time it against the baselines."""
@@ -112,6 +121,8 @@ def register(app: typer.Typer) -> None:
         settings = state.settings()
         if size not in ("default", "small"):
             raise UsageError(f"--size must be 'default' or 'small', not {size!r}")
+        if sandbox is not None and sandbox not in ("strict", "best-effort"):
+            raise UsageError(f"--sandbox must be 'strict' or 'best-effort', not {sandbox!r}")
         chosen = resolve_device(device, settings)
         problem = resolve_problem(reference)
         paths = list(candidates or [])
@@ -134,6 +145,7 @@ def register(app: typer.Typer) -> None:
             baselines=parse_baselines(baselines),
             timing=not no_timing,
             out_dir=out_dir,
+            sandbox=sandbox,
             progress=lambda message: err.print(f"[dim]{message}[/]", highlight=False),
         )
         results = evaluate_files(problem, paths, opts)

@@ -1,7 +1,16 @@
-"""Turning worker reports into a verdict: the rules a sceptical kernel engineer would apply."""
+"""Turning worker reports into a verdict: the rules a sceptical kernel engineer would apply.
+
+The candidate's outputs are files its worker wrote, so they are read as data only: never
+unpickled with arbitrary globals (`weights_only=True`), never through a link, and checked to be
+plain CPU tensors (or lists of them, or scalars) before anything compares them.
+"""
 
 from __future__ import annotations
 
+import io
+import os
+import pickle
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +19,7 @@ import torch
 from kernelwright.harness.checks.static.analysis import CandidateAnalysis
 from kernelwright.harness.compiler_output import with_first_errors
 from kernelwright.harness.fuzz import compare_outputs, is_constant
+from kernelwright.harness.process.isolation import Isolation, SandboxMode, redact
 from kernelwright.harness.process.sandbox import Outcome
 from kernelwright.harness.result import EvalResult, Flag, TrialResult
 from kernelwright.harness.timing.stats import TimingStats, speedup
@@ -64,8 +74,52 @@ def run_failure(outcome: Outcome, timeout_reason: Reason) -> Decision | None:
     return None
 
 
+MAX_OUTPUT_BYTES = 64 << 30  # the worker's RLIMIT_FSIZE: no honest output file is larger
+_MAX_DEPTH = 4
+_SCALARS = (int, float, bool, complex, type(None))
+
+
+class UnsafeOutput(ValueError):
+    """A candidate's output file that is not plain tensor data."""
+
+
+def _check_output(value: Any, depth: int = 0) -> None:
+    if isinstance(value, torch.Tensor):
+        if type(value) is not torch.Tensor or value.layout != torch.strided or value.device.type != "cpu":
+            raise UnsafeOutput(f"not a plain CPU tensor: {type(value).__name__} {value.layout} on {value.device}")
+        if value.numel() * value.element_size() > MAX_OUTPUT_BYTES:
+            raise UnsafeOutput(f"tensor of {value.numel()} elements is larger than any output")
+        return
+    if isinstance(value, list | tuple) and depth < _MAX_DEPTH:
+        for item in value:
+            _check_output(item, depth + 1)
+        return
+    if not isinstance(value, _SCALARS):
+        raise UnsafeOutput(f"unexpected {type(value).__name__} in the output")
+
+
 def _load(path: Path) -> Any:
-    return torch.load(path, weights_only=False)
+    """A candidate's saved output, as data: a regular file of its own (no link), at most
+    MAX_OUTPUT_BYTES, unpickled with torch's weights-only loader (tensors, containers, numbers;
+    no code), holding only plain CPU tensors, lists or tuples of them, and scalars."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            raise UnsafeOutput(f"{path.name} is not a regular file of the worker's own")
+        if info.st_size > MAX_OUTPUT_BYTES:
+            raise UnsafeOutput(f"{path.name} is {info.st_size} bytes")
+        data = handle.read()
+    value = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
+    _check_output(value)
+    return value
+
+
+def _load_output(path: Path) -> tuple[Any, str | None]:
+    try:
+        return _load(path), None
+    except (OSError, UnsafeOutput, RuntimeError, ValueError, EOFError, pickle.UnpicklingError) as exc:
+        return None, f"its saved output could not be read as tensor data: {type(exc).__name__}: {exc}"
 
 
 def judge_correctness(
@@ -111,7 +165,12 @@ def judge_correctness(
             trial.detail = f"outputs on {report['devices']}, expected {result.device}"
         else:
             expected = expected_outputs[index]
-            got = _load(out_dir / f"candidate_{index}.pt")
+            got, unreadable = _load_output(out_dir / f"candidate_{index}.pt")
+            if unreadable is not None:
+                trial.passed, trial.reason, trial.detail = False, Reason.OUTPUT_MISMATCH, unreadable
+                result.trials.append(trial)
+                failures.append(trial)
+                continue
             cmp = compare_outputs(expected, got, atol, rtol, ref.get("roundoff"))
             trial.passed, trial.reason, trial.detail = cmp.passed, cmp.reason, cmp.detail
             trial.max_abs_error, trial.max_rel_error, trial.mismatch_fraction = (
@@ -124,10 +183,14 @@ def judge_correctness(
             varying_reference += not is_constant(expected)
             repeat = out_dir / f"candidate_{index}_repeat.pt"
             if cmp.passed and repeat.exists():
-                again = compare_outputs(got, _load(repeat), atol, rtol, ref.get("roundoff"))
-                if not again.passed:
-                    trial.passed, trial.reason = False, Reason.NONDETERMINISTIC
-                    trial.detail = f"two runs on the same inputs differ: {again.detail}"
+                second, unreadable = _load_output(repeat)
+                if unreadable is not None:
+                    trial.passed, trial.reason, trial.detail = False, Reason.OUTPUT_MISMATCH, unreadable
+                else:
+                    again = compare_outputs(got, second, atol, rtol, ref.get("roundoff"))
+                    if not again.passed:
+                        trial.passed, trial.reason = False, Reason.NONDETERMINISTIC
+                        trial.detail = f"two runs on the same inputs differ: {again.detail}"
         result.trials.append(trial)
         if not trial.passed:
             failures.append(trial)
@@ -232,3 +295,32 @@ def judge_timing(result: EvalResult, data: dict[str, Any], device: str) -> None:
         return
     parts = [f"{name} {s.ratio:.2f}x [{s.ci_low:.2f}, {s.ci_high:.2f}]" for name, s in result.speedups.items()]
     result.message += f"; speedup vs {', '.join(parts)}" if parts else ""
+
+
+_ATTEMPT_WORDS = {
+    Reason.NETWORK_ACCESS: ("tried to reach the network", "network"),
+    Reason.WRITE_OUTSIDE_SCRATCH: ("tried to write outside its scratch", "filesystem"),
+}
+
+
+def judge_sandbox(
+    result: EvalResult, isolation: Isolation | None, attempts: list[dict[str, str]], mode: SandboxMode
+) -> None:
+    """Record the isolation the candidate ran under and what it attempted against it: a flag in
+    best-effort mode, a rejection in strict mode. Then redact every known secret from the result."""
+    result.isolation = isolation or Isolation(mode=mode, notes=["the worker never reported its isolation"])
+    rejected: tuple[Reason, str] | None = None
+    for reason, (what, layer) in _ATTEMPT_WORDS.items():
+        targets = [a.get("target", "") for a in attempts if a.get("kind") == reason.value]
+        if not targets:
+            continue
+        enforced = getattr(result.isolation, layer) not in ("none", "unknown")
+        how = "blocked by the sandbox" if enforced else f"NOT blocked: no {layer} isolation on this machine"
+        message = f"the candidate {what} ({', '.join(targets)[:400]}); {how}"
+        result.flags.append(Flag(code=reason.value, message=message, severity="reject" if mode == "strict" else "flag"))
+        rejected = rejected or (reason, message)
+    if mode == "strict" and rejected is not None:
+        result.verdict, result.reason, result.message = Verdict.REJECTED, *rejected
+    clean = EvalResult.model_validate_json(redact(result.model_dump_json()))
+    for name in EvalResult.model_fields:
+        setattr(result, name, getattr(clean, name))

@@ -11,12 +11,14 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from kernelwright.config import Settings
 from kernelwright.errors import UsageError
+
+if TYPE_CHECKING:  # pydantic-settings costs a tenth of a second the CLI's start-up need not pay
+    from kernelwright.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +97,7 @@ class EvalOptions:
     build_cache: Path = Path("build-cache")
     inductor_cache: Path | None = None
     out_dir: Path | None = None
+    sandbox: Literal["strict", "best-effort"] = "best-effort"
     timing_plan: TimingPlan = field(default_factory=TimingPlan)
     progress: Callable[[str], None] | None = field(default=None, compare=False)
 
@@ -114,6 +117,7 @@ class EvalOptions:
             build_jobs=settings.build_jobs,
             build_cache=settings.build_cache_dir,
             inductor_cache=settings.inductor_cache_dir,
+            sandbox=settings.sandbox,
         )
         return replace(base, **{k: v for k, v in overrides.items() if v is not None})
 

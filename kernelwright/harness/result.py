@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from kernelwright.errors import UsageError
+from kernelwright.harness.process.isolation import Isolation
 from kernelwright.harness.timing.stats import Speedup, TimingStats
 from kernelwright.harness.verdicts import Reason, Verdict
 
@@ -74,6 +75,9 @@ class EvalResult(BaseModel):
     hardware: dict[str, Any] = Field(default_factory=dict)
     versions: dict[str, str] = Field(default_factory=dict)
     stderr_tail: str = ""
+    isolation: Isolation | None = Field(
+        default=None, description="The isolation layers the candidate's worker ran under (None: no worker ran)."
+    )
     created_at: str = Field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
 
     @property

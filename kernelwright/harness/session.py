@@ -27,8 +27,10 @@ from kernelwright.harness.checks.static.analysis import CandidateAnalysis, analy
 from kernelwright.harness.environment import hardware_summary, library_versions
 from kernelwright.harness.memory import check_memory
 from kernelwright.harness.options import EvalOptions, TrialPlan, plan_trials
+from kernelwright.harness.process import scratch
+from kernelwright.harness.process.isolation import MODE_VAR, write_redacted_copy
 from kernelwright.harness.process.jobs import CandidateAssignment, WorkerJob
-from kernelwright.harness.process.sandbox import Outcome, WorkerProcess
+from kernelwright.harness.process.sandbox import Outcome, WorkerProcess, refuse_unless_isolated
 from kernelwright.harness.result import EvalResult, Flag
 from kernelwright.harness.verdicts import Reason, Verdict
 from kernelwright.problems import Problem
@@ -78,18 +80,24 @@ class _Context:
         """Load the reference outputs into this process and delete their files, so no candidate
         process can find them on disk and hand them back as its own."""
         for path in sorted(self.data_dir.glob("reference_*.pt")):
-            self.expected[int(path.stem.split("_")[1])] = torch.load(path, weights_only=False)
+            self.expected[int(path.stem.split("_")[1])] = torch.load(path, weights_only=True)
             path.unlink()
 
     def env(self) -> dict[str, str]:
+        """What the harness adds to a worker's scrubbed environment (`isolation.scrubbed_env`)."""
         # Inductor's parallel-compile pool costs seconds to start and to tear down in every worker,
         # and with a warm cache it compiles nothing: compile in-process unless the user chose otherwise.
         env = {
             "KERNELWRIGHT_WORKER": "1",
+            MODE_VAR: self.opts.sandbox,
             "TORCHINDUCTOR_COMPILE_THREADS": os.environ.get("TORCHINDUCTOR_COMPILE_THREADS", "1"),
         }
         if self.opts.inductor_cache is not None:
             env["TORCHINDUCTOR_CACHE_DIR"] = str(self.opts.inductor_cache)
+            # HOME is the worker's scratch: without this, triton's cache (~/.triton) would start
+            # empty in every worker; it is content-keyed, so one shared folder is safe to reuse.
+            if not os.environ.get("TRITON_CACHE_DIR"):
+                env["TRITON_CACHE_DIR"] = str(self.opts.inductor_cache / "triton")
         if self.opts.device == "cpu" and self.opts.num_threads:
             env["OMP_NUM_THREADS"] = str(self.opts.num_threads)
         return env
@@ -181,7 +189,9 @@ def _evaluate_one(
     assignment = CandidateAssignment(candidate_path=path, own_kernel_names=list(analysis.own_kernels))
     with started as worker:
         worker.send(f"candidate {assignment.model_dump_json()}")
-        return _run_candidate(ctx, worker, path, result, workdir, analysis), workdir
+        result = _run_candidate(ctx, worker, path, result, workdir, analysis)
+        judge.judge_sandbox(result, worker.isolation, worker.attempts, ctx.opts.sandbox)
+        return result, workdir
 
 
 def _run_candidate(
@@ -292,9 +302,8 @@ def _write_evidence(out_dir: Path, path: Path, source: str, result: EvalResult, 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "candidate.py").write_text(source)
     (folder / "result.json").write_text(result.to_json())
-    log_file = workdir / "worker.log" if workdir is not None else None
-    if log_file is not None and log_file.exists():
-        shutil.copy(log_file, folder / "build-and-run.log")
+    if workdir is not None:  # never through a link the candidate left there, and without secrets
+        write_redacted_copy(workdir / "worker.log", folder / "build-and-run.log")
 
 
 def _scratch_root() -> str | None:
@@ -321,11 +330,14 @@ class EvalSession:
 
     def __init__(self, problem: Problem, opts: EvalOptions, *, warm: bool = False) -> None:
         self.problem, self.opts, self.warm = problem, opts, warm
-        scratch = _scratch_root()
+        refuse_unless_isolated(opts.sandbox)
+        scratch_root = _scratch_root()
         footprint = measure(problem, opts.size)  # shapes only: nothing is allocated here
-        self.memory = check_memory(problem, footprint, opts, scratch_in_ram=scratch is not None)
-        self._tmp = tempfile.TemporaryDirectory(prefix="kw-eval-", dir=scratch)
+        self.memory = check_memory(problem, footprint, opts, scratch_in_ram=scratch_root is not None)
+        scratch.sweep()  # what runs killed before their cleanup left behind
+        self._tmp = tempfile.TemporaryDirectory(prefix=scratch.PREFIX, dir=scratch_root)
         work = Path(self._tmp.name)
+        scratch.claim(work)
         trials = plan_trials(opts.trials, len(footprint.variants), opts.base_seed)
         self.ctx = _Context(problem, opts, work, work / "data", trials)
         self._pool = ThreadPoolExecutor(max_workers=1)

@@ -152,7 +152,7 @@ CASES = [
             extra="setattr(__import__('ti' + 'me'), 'perf_' + 'counter', lambda: 0.0)\n",
         ),
         "rejected",
-        "patched_timer",
+        "dynamic_code",  # the __import__ that hides the module is rejected before anything runs
     ),
     Case(
         "patched_torch_hidden",

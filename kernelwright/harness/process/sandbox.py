@@ -5,6 +5,12 @@ Every live worker is registered here, so an interrupt (`kill_all`) can end all o
 everything they started. A worker's descendants are found through /proc and not only by process
 group: ninja puts each compiler command in a process group of its own, so a group kill alone
 leaves `cc1plus` running after the worker is gone.
+
+A worker never inherits the harness's environment: it gets the scrubbed one of `isolation.py`
+(no keys, tokens or credential locations; HOME and TMPDIR in its own folder), and confines itself
+at start (`confine.py`). In strict mode a worker is not even started where the machine lacks a
+layer. What the worker reports (the layers in force, what its candidate attempted) is kept here
+for the judge; its log is read back through the harness's own descriptor and redacted.
 """
 
 from __future__ import annotations
@@ -23,6 +29,10 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
+from kernelwright.errors import EnvironmentProblem
+from kernelwright.harness.process import confine
+from kernelwright.harness.process.isolation import MODE_VAR, Isolation, scrubbed_env
+from kernelwright.harness.process.isolation import redact as redact  # the CLI's crash log uses it
 from kernelwright.harness.process.jobs import WorkerJob, WorkerMessage
 from kernelwright.harness.verdicts import Reason
 
@@ -133,17 +143,37 @@ def resume() -> None:
     _INTERRUPTED.clear()
 
 
+def refuse_unless_isolated(mode: str) -> None:
+    """Strict mode: raise (exit 5) unless this machine gives a worker every isolation layer."""
+    if mode != "strict":
+        return
+    missing = confine.probe().missing()
+    if missing:
+        raise EnvironmentProblem(
+            f"--sandbox strict: this machine cannot isolate candidates: {'; '.join(missing)}",
+            hint="`kernelwright doctor` says how to enable each layer; `--sandbox best-effort` runs without them",
+        )
+
+
 class WorkerProcess:
     """One worker subprocess. `expect(phase, timeout)` waits for that phase's result."""
 
     def __init__(self, job: WorkerJob, job_file: Path, log_file: Path, env: dict[str, str] | None = None) -> None:
         if _INTERRUPTED.is_set():
             raise KeyboardInterrupt("interrupted: no new worker starts")
+        extra = dict(env or {})
+        refuse_unless_isolated(extra.get(MODE_VAR, "best-effort"))
         job_file.write_text(job.model_dump_json(indent=1))
         self.log_file = log_file
         self._log: IO[bytes] = open(log_file, "ab")  # noqa: SIM115 (closed in close()/__exit__)
-        child_env = {**os.environ, **(env or {})}
-        child_env.setdefault("PYTHONUNBUFFERED", "1")
+        # Read back through our own descriptor: the worker can replace the file at this path.
+        self._log_reader = os.open(log_file, os.O_RDONLY | os.O_CLOEXEC)
+        self.isolation: Isolation | None = None  # what the worker reported it runs under
+        self.attempts: list[dict[str, str]] = []  # what its candidate tried (network, writes outside)
+        home, tmp = job.out_dir / "home", job.out_dir / "tmp"
+        home.mkdir(parents=True, exist_ok=True)
+        tmp.mkdir(parents=True, exist_ok=True)
+        child_env = scrubbed_env(os.environ, extra, home=home, tmp=tmp)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "kernelwright.harness.process.worker", str(job_file)],
             stdin=subprocess.PIPE,
@@ -165,12 +195,32 @@ class WorkerProcess:
         self._lines.put(None)
 
     def stderr_tail(self, limit: int = 4000) -> str:
+        """The end of the worker's log, secrets redacted."""
+        if self._log.closed:
+            return ""
         self._log.flush()
         try:
-            data = self.log_file.read_bytes()
+            size = os.fstat(self._log_reader).st_size
+            data = os.pread(self._log_reader, limit, max(0, size - limit))
         except OSError:
             return ""
-        return data[-limit:].decode(errors="replace")
+        return redact(data.decode(errors="replace"))
+
+    def _note(self, message: WorkerMessage) -> None:
+        """Keep what the worker says about its isolation; strict workers that could not confine
+        themselves refuse, and that ends the command (exit 5)."""
+        if message.phase == "sandbox" and message.event == "phase":
+            self.isolation = Isolation.model_validate(message.data.get("isolation", {}))
+            refused = message.data.get("refused")
+            if refused:
+                self.kill()
+                raise EnvironmentProblem(
+                    f"--sandbox strict: the worker could not isolate itself: {refused}",
+                    hint="`kernelwright doctor` says how to enable each layer",
+                )
+        attempts = message.data.get("sandbox_attempts")
+        if isinstance(attempts, list):
+            self.attempts = [a for a in attempts if isinstance(a, dict)]
 
     def send(self, command: str) -> None:
         if self.proc.stdin is None or self.proc.poll() is not None:
@@ -211,6 +261,7 @@ class WorkerProcess:
                 message = WorkerMessage.model_validate_json(line)
             except ValidationError:
                 continue  # not protocol: ignore
+            self._note(message)
             if message.event == "phase":
                 self.phases_seen.add(message.phase)
             if message.event == "error":
@@ -254,12 +305,16 @@ class WorkerProcess:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=CLOSE_GRACE_S)
         self.kill()
-        self._log.close()
+        self._close_log()
+
+    def _close_log(self) -> None:
+        if not self._log.closed:
+            self._log.close()
+            os.close(self._log_reader)
 
     def __enter__(self) -> WorkerProcess:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.kill() if exc[0] is not None else self.close()
-        if not self._log.closed:
-            self._log.close()
+        self._close_log()

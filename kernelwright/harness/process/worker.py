@@ -6,6 +6,10 @@ asks on stdin), checks what it did, and times it against the baselines. The cand
 never runs in the process that computed the reference outputs, and outputs are compared by the
 harness, not here. Protocol: JSON lines on the original stdout; everything else (compiler
 output, prints) goes to stderr, which the harness keeps as the log.
+
+First thing, still single-threaded and before torch is imported, the worker confines itself
+(`confine.py`: network namespace, Landlock, limits) and installs the audit hook that reports what
+candidate code attempts (`audit.py`); it then tells the harness which layers are in force.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import traceback
 from pathlib import Path
 from typing import IO, Any
 
+from kernelwright.harness.process.audit import AttemptLog
 from kernelwright.harness.process.jobs import CandidateAssignment, WorkerJob, WorkerMessage
 
 
@@ -25,8 +30,11 @@ class Channel:
         self._out: IO[str] = os.fdopen(os.dup(1), "w", buffering=1)
         os.dup2(2, 1)  # stray prints and compiler output join stderr
         sys.stdout = sys.stderr
+        self.audit: AttemptLog | None = None
 
     def send(self, event: str, phase: str, **data: Any) -> None:
+        if self.audit is not None and self.audit.attempts and event != "phase":
+            data["sandbox_attempts"] = list(self.audit.attempts)
         self._out.write(WorkerMessage(event=event, phase=phase, data=data).model_dump_json() + "\n")  # type: ignore[arg-type]
         self._out.flush()
 
@@ -160,6 +168,8 @@ class CandidateSession:
         self.chan.send("phase", "build")
         start = time.perf_counter()
         assert self.job.candidate_path is not None
+        if self.chan.audit is not None:  # from here on, candidate code may run in this process
+            self.chan.audit.armed = True
         try:
             from kernelwright.problems.candidate import load_candidate
 
@@ -231,7 +241,9 @@ class CandidateSession:
         for plan in job.trials:
             if plan.index in job.skip_trials:
                 continue
-            inputs = _to_device(torch.load(job.data_dir / f"inputs_{plan.index}.pt"), job.device, plan.contiguous)
+            inputs = _to_device(
+                torch.load(job.data_dir / f"inputs_{plan.index}.pt", weights_only=True), job.device, plan.contiguous
+            )
             signature = repr(
                 [(tuple(v.shape), v.dtype, v.stride()) if isinstance(v, torch.Tensor) else v for v in inputs]
             )
@@ -351,12 +363,46 @@ class CandidateSession:
         self.chan.send("result", "timing", rejections=self.rejections, **result)
 
 
+def writable_folders(job: WorkerJob, environ: dict[str, str] | os._Environ[str]) -> list[Path]:
+    """Where this worker may write: its own folder (scratch, HOME, TMPDIR inside it), and the
+    content-keyed caches a build fills (build cache, inductor, triton, CUDA's JIT cache)."""
+    folders = [job.out_dir, job.build_cache]
+    for name in (
+        "TMPDIR",
+        "HOME",
+        "TORCHINDUCTOR_CACHE_DIR",
+        "TRITON_CACHE_DIR",
+        "CUDA_CACHE_PATH",
+        "TORCH_EXTENSIONS_DIR",
+        "KERNELWRIGHT_FASTEXT_CACHE",
+    ):
+        if environ.get(name):
+            folders.append(Path(environ[name]))
+    return list(dict.fromkeys(folders))
+
+
+def _isolate(job: WorkerJob, chan: Channel) -> bool:
+    """Confine this process and report how; False when strict mode cannot be honoured."""
+    from kernelwright.harness.process import audit, confine
+    from kernelwright.harness.process.isolation import MODE_VAR, SandboxMode
+
+    mode: SandboxMode = "strict" if os.environ.get(MODE_VAR) == "strict" else "best-effort"
+    writable = writable_folders(job, os.environ)
+    isolation = confine.confine(writable, mode, cuda=job.device == "cuda")
+    chan.audit = audit.install(writable)
+    missing = isolation.missing() if mode == "strict" else []
+    chan.send("phase", "sandbox", isolation=isolation.model_dump(), refused="; ".join(missing))
+    return not missing
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: python -m kernelwright.harness.process.worker JOB.json", file=sys.stderr)
         return 2
     chan = Channel()
     job = WorkerJob.model_validate_json(Path(argv[1]).read_text())
+    if not _isolate(job, chan):
+        return 3
     if job.mode == "reference":
         run_reference(job, chan)
         return 0

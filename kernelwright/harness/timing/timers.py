@@ -31,6 +31,7 @@ from typing import Any, Literal, Protocol
 import torch
 from pydantic import BaseModel, ConfigDict
 
+from kernelwright.hardware_specs import live_gpus
 from kernelwright.harness.timing.stats import TimingStats, converged, summarize
 
 log = logging.getLogger(__name__)
@@ -120,9 +121,11 @@ class Timer(Protocol):
 
 
 def l2_cache_bytes(device: torch.device) -> int | None:
-    """The device's L2 size as torch reports it, or None when it does not."""
-    size = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", None)
-    return int(size) if size else None
+    """The device's L2 size from the one GPU reader (`hardware_specs.live_gpus`), or None unknown."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    gpus = live_gpus()
+    l2_mb = gpus[index].l2_mb if index < len(gpus) else None
+    return int(l2_mb * 2**20) if l2_mb else None
 
 
 class CudaEventTimer:

@@ -1,0 +1,343 @@
+"""The kernel-level layers a worker puts itself under at start, before any candidate code runs:
+resource limits, a network namespace of its own (loopback down: no network at all), Landlock
+write confinement, no new privileges and, for root, no capabilities.
+
+Applied by the worker to itself (`confine`), not by the harness in a `preexec_fn`: the harness
+has threads, and code between fork and exec in a threaded process may deadlock. The worker is
+single-threaded when it starts (no torch imported yet), which `unshare(CLONE_NEWUSER)` and
+Landlock (it restricts the calling thread and what it starts later) both need. Everything the
+worker later starts (ninja, g++, nvcc, torch's threads) inherits the layers.
+
+Python 3.11 has no `os.unshare`, so the syscalls go through libc with ctypes. Every layer is
+optional: what the kernel refuses is recorded (`Isolation.notes`), never raised, so the
+evaluation still runs in best-effort mode; strict mode is decided by the caller.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+from typing import Literal
+
+from kernelwright.harness.process.isolation import Isolation, SandboxMode
+
+# Landlock (include/uapi/linux/landlock.h); the syscall numbers are the same on every architecture.
+_SYS_CREATE, _SYS_ADD_RULE, _SYS_RESTRICT = 444, 445, 446
+_CREATE_VERSION = 1
+_RULE_PATH_BENEATH = 1
+_FS_WRITE_FILE = 1 << 1
+_FS_REMOVE_DIR, _FS_REMOVE_FILE = 1 << 4, 1 << 5
+_FS_MAKE = (
+    (1 << 6) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12)
+)  # char dir reg sock fifo block sym
+_FS_REFER, _FS_TRUNCATE = 1 << 13, 1 << 14
+_NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
+_SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1 << 0, 1 << 1
+_PR_SET_NO_NEW_PRIVS, _PR_CAPBSET_DROP = 38, 24
+_CLONE_NEWNET, _CLONE_NEWUSER = 0x40000000, 0x10000000
+_CAP_VERSION_3 = 0x20080522
+
+FSIZE_LIMIT = 64 << 30  # one file: far above any trial's outputs, far below filling a disk
+NPROC_HEADROOM = 4096  # processes+threads the worker's tree may add to what its user already runs
+_SKIPPED_DEV = ("shm", "mqueue")  # shared with every other process: a candidate writes only its own scratch
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return libc
+
+
+def _err() -> str:
+    return os.strerror(ctypes.get_errno())
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version; 0 where there is none (older kernel, not enabled)."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    abi = _libc().syscall(_SYS_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_VERSION))
+    return max(int(abi), 0)
+
+
+def _fs_write_access(abi: int) -> int:
+    access = _FS_WRITE_FILE | _FS_REMOVE_DIR | _FS_REMOVE_FILE | _FS_MAKE
+    if abi >= 2:
+        access |= _FS_REFER
+    if abi >= 3:
+        access |= _FS_TRUNCATE
+    return access
+
+
+def _add_rule(ruleset: int, path: Path, access: int) -> None:
+    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    try:
+        attr = _PathBeneath(allowed_access=access, parent_fd=fd)
+        if _libc().syscall(_SYS_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(attr), 0) != 0:
+            raise OSError(ctypes.get_errno(), f"landlock_add_rule({path}): {_err()}")
+    finally:
+        os.close(fd)
+
+
+def _device_entries() -> list[Path]:
+    """/dev's devices (null, the nvidia nodes, ptys), without the shared-memory folders."""
+    dev = Path("/dev")
+    try:
+        entries = list(dev.iterdir())
+    except OSError:
+        return []
+    return [e for e in entries if e.name not in _SKIPPED_DEV and not e.is_symlink()]
+
+
+def _landlock(writable: list[Path], notes: list[str]) -> tuple[bool, bool]:
+    """Confine writes to `writable` (and /dev's devices); with ABI 4+, deny every TCP connect and
+    bind; with ABI 6+, no signals to and no abstract sockets of processes outside. Returns
+    (filesystem confined, TCP denied)."""
+    abi = landlock_abi()
+    if abi < 1:
+        notes.append("Landlock unavailable (Linux >= 5.13 with landlock in the LSM list)")
+        return False, False
+    fs = _fs_write_access(abi)
+    attr = _RulesetAttr(
+        handled_access_fs=fs,
+        handled_access_net=(_NET_BIND_TCP | _NET_CONNECT_TCP) if abi >= 4 else 0,
+        scoped=(_SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL) if abi >= 6 else 0,
+    )
+    ruleset = _libc().syscall(_SYS_CREATE, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), 0)
+    if ruleset < 0:
+        notes.append(f"landlock_create_ruleset failed: {_err()}")
+        return False, False
+    try:
+        for folder in writable:
+            _add_rule(ruleset, folder, fs)
+        file_access = _FS_WRITE_FILE | (_FS_TRUNCATE if abi >= 3 else 0)
+        for entry in _device_entries():  # write (open O_RDWR) existing devices; create nothing in /dev
+            with contextlib.suppress(OSError):  # a device that vanished since the listing
+                _add_rule(ruleset, entry, file_access)
+        if _libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            notes.append(f"prctl(NO_NEW_PRIVS) failed: {_err()}")
+            return False, False
+        if _libc().syscall(_SYS_RESTRICT, ruleset, 0) != 0:
+            notes.append(f"landlock_restrict_self failed: {_err()}")
+            return False, False
+    except OSError as exc:
+        notes.append(str(exc))
+        return False, False
+    finally:
+        os.close(ruleset)
+    if abi < 4:
+        notes.append(f"Landlock ABI {abi}: no TCP rules (needs Linux >= 6.7)")
+    return True, abi >= 4
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as handle:
+        handle.write(text)
+
+
+def _network_namespace(notes: list[str]) -> bool:
+    """A network namespace of our own: no interfaces but a loopback that is down. Root unshares
+    it directly; anyone else through a user namespace mapping only their own uid and gid."""
+    libc = _libc()
+    if os.geteuid() == 0:
+        if libc.unshare(_CLONE_NEWNET) == 0:
+            return True
+        notes.append(f"unshare(CLONE_NEWNET) failed as root: {_err()}")
+        return False
+    uid, gid = os.geteuid(), os.getegid()
+    if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET) != 0:
+        notes.append(
+            f"unshare(CLONE_NEWUSER|CLONE_NEWNET) failed: {_err()} "
+            "(unprivileged user namespaces are off: sysctl kernel.unprivileged_userns_clone=1, "
+            "or kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu)"
+        )
+        return False
+    try:  # keep our own ids inside, so files and /dev/nvidia* keep their permissions
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", f"{uid} {uid} 1")
+        _write("/proc/self/gid_map", f"{gid} {gid} 1")
+    except OSError as exc:
+        notes.append(f"user namespace id maps: {exc}")
+    return True
+
+
+def _user_tasks(uid: int) -> int:
+    """Processes and threads `uid` runs now (what RLIMIT_NPROC counts)."""
+    count = 0
+    for entry in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError):
+            if entry.stat().st_uid == uid:
+                count += len(os.listdir(entry / "task"))
+    return count
+
+
+def _rlimits(notes: list[str]) -> dict[str, int]:
+    """No core dumps (they could hold the harness's memory), no giant files, a fork-bomb brake.
+    Never RLIMIT_AS: CUDA reserves far more address space than it uses."""
+    applied: dict[str, int] = {}
+
+    def lower(name: str, which: int, value: int) -> None:
+        soft, hard = resource.getrlimit(which)
+        target = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        if soft != resource.RLIM_INFINITY and soft < target:
+            target = soft
+        try:
+            resource.setrlimit(which, (target, target))
+            applied[name] = target
+        except (ValueError, OSError) as exc:
+            notes.append(f"setrlimit({name}): {exc}")
+
+    lower("core", resource.RLIMIT_CORE, 0)
+    lower("fsize", resource.RLIMIT_FSIZE, FSIZE_LIMIT)
+    lower("nproc", resource.RLIMIT_NPROC, _user_tasks(os.getuid()) + NPROC_HEADROOM)
+    return applied
+
+
+def _drop_capabilities(notes: list[str]) -> str:
+    """Root keeps its uid (file ownership) but loses every capability, so it can neither join
+    the host's network namespace again (setns needs CAP_SYS_ADMIN) nor override file modes.
+    With no-new-privs and an empty bounding set, nothing it executes gets them back."""
+    if os.geteuid() != 0:
+        return "none-held"
+    libc = _libc()
+    try:
+        last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+    except (OSError, ValueError):
+        last = 40
+    for cap in range(last + 1):
+        libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
+    header = _CapHeader(version=_CAP_VERSION_3, pid=0)
+    data = (_CapData * 2)()
+    if libc.capset(ctypes.byref(header), data) != 0:
+        notes.append(f"capset failed: {_err()}")
+        return "kept"
+    return "dropped"
+
+
+def _single_threaded() -> bool:
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return True
+
+
+def _init_cuda_driver(notes: list[str]) -> None:
+    """Initialise the CUDA driver before the process is confined. Its first initialisation may
+    need what a confined process no longer has: creating device nodes through the setuid
+    nvidia-modprobe (no-new-privs forbids it) and files under /dev/shm (not writable). Once done in
+    this process, torch's own initialisation later finds the driver ready."""
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+    except OSError as exc:
+        notes.append(f"CUDA driver not loaded before confinement: {exc}")
+        return
+    status = driver.cuInit(0)
+    if status != 0:
+        notes.append(f"cuInit before confinement returned {status}")
+
+
+def confine(writable: list[Path], mode: SandboxMode, *, cuda: bool = False) -> Isolation:
+    """Put this process (and all it will start) under every layer the kernel allows. Call once,
+    first thing, while the process is single-threaded; `writable` folders are created if needed.
+    With `cuda`, the CUDA driver is initialised first (see `_init_cuda_driver`)."""
+    notes: list[str] = []
+    if cuda:
+        _init_cuda_driver(notes)
+    folders = []
+    for folder in writable:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            folders.append(folder.resolve())
+        except OSError as exc:
+            notes.append(f"cannot create writable folder {folder}: {exc}")
+    if not sys.platform.startswith("linux"):
+        return Isolation(mode=mode, network="none", filesystem="none", capabilities="kept", notes=["not Linux"])
+    rlimits = _rlimits(notes)
+    if not _single_threaded():
+        notes.append("the worker already runs threads: namespaces and Landlock would not cover them")
+        return Isolation(
+            mode=mode, network="none", filesystem="none", rlimits=rlimits, capabilities="kept", notes=notes
+        )
+    netns = _network_namespace(notes)
+    confined, tcp_denied = _landlock(folders, notes)
+    caps = _drop_capabilities(notes)
+    network: Literal["namespace", "landlock-tcp", "none"] = (
+        "namespace" if netns else "landlock-tcp" if tcp_denied else "none"
+    )
+    return Isolation(
+        mode=mode,
+        network=network,
+        filesystem="landlock" if confined else "none",
+        rlimits=rlimits,
+        capabilities=caps,  # type: ignore[arg-type]
+        writable=[str(f) for f in folders] + ["/dev (existing devices, not /dev/shm)"],
+        notes=notes,
+    )
+
+
+_PROBE = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+flags = 0x40000000 if os.geteuid() == 0 else 0x50000000
+sys.stdout.write("ok" if libc.unshare(flags) == 0 else os.strerror(ctypes.get_errno()))
+"""
+
+
+@functools.cache
+def probe() -> Isolation:
+    """What a worker started now would get, found without confining this process: Landlock's ABI
+    from the kernel, the network namespace from a throwaway child that tries it."""
+    notes: list[str] = []
+    netns = False
+    if sys.platform.startswith("linux"):
+        try:
+            answer = subprocess.run(
+                [sys.executable, "-S", "-c", _PROBE], capture_output=True, text=True, timeout=20, check=False
+            ).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            answer = str(exc)
+        netns = answer == "ok"
+        if not netns:
+            who = "root" if os.geteuid() == 0 else "unprivileged user namespaces"
+            notes.append(f"no network namespace ({who}: {answer or 'no answer'})")
+    abi = landlock_abi()
+    if abi < 1:
+        notes.append("no Landlock (needs Linux >= 5.13 with landlock in the LSM list)")
+    network: Literal["namespace", "landlock-tcp", "none"] = (
+        "namespace" if netns else "landlock-tcp" if abi >= 4 else "none"
+    )
+    return Isolation(
+        network=network,
+        filesystem="landlock" if abi >= 1 else "none",
+        rlimits={"core": 0} if sys.platform.startswith("linux") else {},
+        capabilities="dropped" if os.geteuid() == 0 else "none-held",
+        notes=notes + ([f"Landlock ABI {abi}"] if abi else []),
+    )
