@@ -29,7 +29,9 @@ def main() -> None:
             start = time.perf_counter()
             subprocess.run(cmd, capture_output=True, check=True, timeout=120)
             times.append(time.perf_counter() - start)
-        print(f"{label:45s} median {statistics.median(times):.3f} s  [{min(times):.3f}-{max(times):.3f}]  n={args.runs}")
+        print(
+            f"{label:45s} median {statistics.median(times):.3f} s  [{min(times):.3f}-{max(times):.3f}]  n={args.runs}"
+        )
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ class Stub:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.fail_with: int | None = None
+        self.tool_first: dict[str, Any] | None = None  # one helper-tool call before the first answer
 
     def reply(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         self.requests.append(body)
@@ -33,8 +34,11 @@ class Stub:
             return self.fail_with, {"error": {"message": "stub says no", "type": "invalid_request_error"}}
         usage = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
         if body.get("tools"):
-            name = body["tools"][0]["function"]["name"]
-            call = {"id": "call_1", "type": "function", "function": {"name": name, "arguments": json.dumps(ARGS[name])}}
+            name = next(t["function"]["name"] for t in body["tools"] if t["function"]["name"] in ARGS)
+            arguments = ARGS[name]
+            if self.tool_first is not None:
+                name, arguments, self.tool_first = self.tool_first["name"], self.tool_first["args"], None
+            call = {"id": "call_1", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
             message = {"role": "assistant", "content": None, "tool_calls": [call]}
             finish = "tool_calls"
         else:
@@ -88,11 +92,27 @@ def test_chat_openai_against_the_stub_drives_the_graph(stub: tuple[Stub, str], m
     assert outcome.accepted
     assert [bool(r.get("tools")) for r in state.requests] == [True, False, True]  # planner, coder, reviewer
     assert {r["model"] for r in state.requests} == {"stub-model"}
-    assert state.requests[0]["tools"][0]["function"]["name"] == "Plan"
+    names = [t["function"]["name"] for t in state.requests[0]["tools"]]
+    assert names == ["gpu_specs", "read_candidate", "profile_digest", "digest_diff", "Plan"]
     usage = outcome.state["usage"]
     assert usage["input_tokens"] == 300 and usage["output_tokens"] == 60
     assert usage["cost_usd"] == pytest.approx(3 * (0.1 * 0.01 + 0.02 * 0.03))
     assert outcome.state["lessons"] == ["stubbed lesson"]
+
+
+def test_a_tool_call_round_trips_through_chat_openai(stub: tuple[Stub, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    state, url = stub
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    state.tool_first = {"name": "gpu_specs", "args": {"question": "l2", "gpu": "h100"}}
+    cfg = config(scripted=None, model="stub-model")
+    outcome = runner.run(cfg, {role: chat_model(cfg, role) for role in ROLES}, FakeEvaluator())  # type: ignore[arg-type]
+    assert outcome.accepted and len(state.requests) == 4  # planner twice (tool call, then Plan), coder, reviewer
+    follow_up = state.requests[1]["messages"]
+    assert follow_up[-2]["role"] == "assistant" and follow_up[-2]["tool_calls"][0]["function"]["name"] == "gpu_specs"
+    assert follow_up[-1]["role"] == "tool" and follow_up[-1]["tool_call_id"] == "call_1"
+    assert "cache.l2_mb: 50.0 MB" in follow_up[-1]["content"]
+    assert outcome.state["usage"]["calls.planner"] == 2
 
 
 @pytest.mark.parametrize(("status", "words"), [(401, "refused the API key"), (500, "kept failing after retries")])

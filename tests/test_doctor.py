@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from kernelwright.cli import app
-from kernelwright.cli.doctor_cmd import Level, check_cxx, check_ncu, check_nsight_python, run_checks
 from kernelwright.profiler.sweep import nsight_fits_ncu
+from kernelwright.tools.doctor import Level, check_cxx, check_ncu, check_nsight_python, run_checks
 
 
 def test_doctor_json_lists_every_check() -> None:
@@ -46,8 +46,8 @@ def test_nsight_python_vs_ncu_versions() -> None:
 
 
 def test_incompatible_nsight_python_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("kernelwright.cli.doctor_cmd.nsight_python_version", lambda: "1.0.0")
-    monkeypatch.setattr("kernelwright.cli.doctor_cmd.ncu_version", lambda *a, **k: "2025.3.1")
+    monkeypatch.setattr("kernelwright.tools.doctor.nsight_python_version", lambda: "1.0.0")
+    monkeypatch.setattr("kernelwright.tools.doctor.ncu_version", lambda *a, **k: "2025.3.1")
     check = check_nsight_python()
     assert check.level is Level.FAIL and "0.9.6" in (check.fix or "")
 

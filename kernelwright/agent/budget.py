@@ -28,7 +28,9 @@ def beats_target(result: EvalResult, target: float) -> bool:
     return result.speedups[baseline].ci_low > target
 
 
-def record(result: EvalResult, *, index: int, round_: int, attempt: int, path: str, target: float) -> CandidateRecord:
+def record(
+    result: EvalResult, *, index: int, round_: int, attempt: int, path: str, target: float, parent: int | None = None
+) -> CandidateRecord:
     return CandidateRecord(
         index=index,
         round=round_,
@@ -43,6 +45,7 @@ def record(result: EvalResult, *, index: int, round_: int, attempt: int, path: s
         },
         target_baseline=target_baseline(result),
         beats_target=beats_target(result, target),
+        parent=parent,
     )
 
 

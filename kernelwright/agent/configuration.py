@@ -73,6 +73,13 @@ class AgentConfig:
     approve_plans: bool = False
     """Steering point: pause before the coder (a LangGraph interrupt) so a person can approve or edit the plan."""
     feedback_chars: int = 1500
+    tool_rounds: int = 4
+    """Planner and reviewer: at most this many rounds of tool calls before they must answer."""
+    tool_result_chars: int = 2000
+    branch_from: str | None = None
+    """The run this one branched from (`--from RUN_ID`)..."""
+    branch_candidate: int | None = None
+    """...and the candidate of that run its first plan starts from (`--from-candidate N`)."""
 
     @property
     def run_dir(self) -> Path:
@@ -83,16 +90,24 @@ class AgentConfig:
 
     @classmethod
     def from_settings(cls, settings: Settings, **flags: Any) -> AgentConfig:
-        """Settings (endpoint, key, model, runs folder), then OPENAI_* from the environment where
-        the settings leave a gap, then `flags` (None values ignored). `model` sets every role;
-        `planner_model` / `coder_model` / `reviewer_model` set one."""
+        """Settings (endpoint, key, models, sampling, timeouts, prices, runs folder), then OPENAI_*
+        from the environment where the settings leave a gap, then `flags` (None values ignored).
+        `model` sets every role; `planner_model` / `coder_model` / `reviewer_model` set one (a flag
+        beats `llm_<role>_model`, which beats `model` / `llm_model`)."""
         flags = {k: v for k, v in flags.items() if v is not None}
         model = flags.pop("model", None) or settings.llm_model
-        temperature = flags.pop("temperature", 0.2)
-        max_tokens_out = flags.pop("max_output_tokens", 8192)
+        temperature = flags.pop("temperature", settings.llm_temperature)
+        max_tokens_out = flags.pop("max_output_tokens", settings.llm_max_tokens)
+        per_role = {
+            "planner": settings.llm_planner_model,
+            "coder": settings.llm_coder_model,
+            "reviewer": settings.llm_reviewer_model,
+        }
         roles: dict[str, RoleModel] = {
             r: RoleModel(
-                model=flags.pop(f"{r}_model", None) or model, temperature=temperature, max_tokens=max_tokens_out
+                model=flags.pop(f"{r}_model", None) or per_role[r] or model,
+                temperature=temperature,
+                max_tokens=max_tokens_out,
             )
             for r in ROLES
         }
@@ -110,6 +125,11 @@ class AgentConfig:
             base_url=base_url,
             api_key=key,
             roles=roles,
+            request_timeout_s=settings.llm_timeout_s,
+            max_retries=settings.llm_max_retries,
+            structured_method=settings.llm_structured_output,
+            price_in_per_1k=settings.llm_price_in_per_1k,
+            price_out_per_1k=settings.llm_price_out_per_1k,
         )
         config = replace(base, **flags)
         config.validate()
@@ -133,6 +153,8 @@ class AgentConfig:
             raise UsageError("--width must be at least 1")
         if self.max_rounds < 1:
             raise UsageError("--rounds must be at least 1")
+        if self.tool_rounds < 0:
+            raise UsageError("tool_rounds must be 0 or more")
         if self.backend in ("cuda", "triton") and self.device == "cpu":
             raise UsageError(f"--backend {self.backend} needs --device cuda", hint="use --backend cpp on the CPU")
 

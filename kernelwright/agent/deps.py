@@ -1,6 +1,6 @@
 """The live objects a run's nodes use, beside its configuration: the chat model per role, the
-evaluator, the event stream and the human hint queue. Small protocols, so tests and the demo
-swap in fakes without monkeypatching."""
+evaluator, the profiler, the event stream and the human hint queue. Small protocols, so tests and
+the demo swap in fakes without monkeypatching."""
 
 from __future__ import annotations
 
@@ -18,9 +18,30 @@ from kernelwright.harness.result import EvalResult
 
 
 class Evaluator(Protocol):
-    """What the evaluate node needs of the harness (an `EvalSession` is one)."""
+    """What the evaluate node needs of the harness (an `EvalSession` is one). An evaluator may also
+    have `wait_ready()` (the warm session's spare worker), which the profile node calls first."""
 
     def evaluate(self, candidates: list[Path]) -> list[EvalResult]: ...
+
+
+@dataclass(frozen=True)
+class CandidateProfile:
+    """One candidate under the profiler: its digest text and ownership, or why there is none."""
+
+    ok: bool
+    text: str = ""
+    """The digest as text (what the reviewer and `profile_digest` read), or the failure, one line."""
+    own_pct: float | None = None
+    """Share of GPU time in the candidate's own kernels (ncu's view of "our kernels did the work")."""
+    report: Path | None = None
+    digest_json: str | None = None
+    """The digest as JSON (`NcuDigest`), which `digest_diff` compares."""
+
+
+class Profiler(Protocol):
+    """What the profile node needs of Nsight Compute (`agent.profiling.NcuProfiler` is one)."""
+
+    def profile(self, candidate: Path, report_path: Path) -> CandidateProfile: ...
 
 
 @dataclass
@@ -30,7 +51,9 @@ class Deps:
     events: EventStream = field(default_factory=EventStream)
     hints: deque[str] = field(default_factory=deque)
     started: float = field(default_factory=time.monotonic)
-    has_profiler: bool = False
+    profiler: Profiler | None = None
+    profiler_missing: str = "ncu (Nsight Compute) was not found"
+    """Why `profiler` is None on a cuda run (the note the reviewer reads)."""
 
     @classmethod
     def from_runnable_config(cls, config: RunnableConfig | None) -> Deps:

@@ -73,11 +73,39 @@ class CandidateEvaluated(_Event):
     speedups: dict[str, dict[str, float]] = Field(default_factory=dict)
     beats_target: bool = False
     cached: bool = Field(default=False, description="Result read back from the run folder, not re-evaluated.")
+    parent: int | None = Field(default=None, description="The candidate this one's round started from.")
 
 
 class ProfileSkipped(_Event):
     kind: Literal["profile_skipped"] = "profile_skipped"
     why: str
+    index: int | None = None
+
+
+class CandidateProfiled(_Event):
+    kind: Literal["candidate_profiled"] = "candidate_profiled"
+    index: int
+    digest: str
+    own_pct: float | None = None
+    report: str | None = None
+    cached: bool = False
+
+
+class ToolCalled(_Event):
+    kind: Literal["tool_called"] = "tool_called"
+    role: str
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    result: str = Field(default="", description="The start of what the tool returned (what the model read).")
+    truncated: bool = False
+
+
+class RunBranched(_Event):
+    kind: Literal["run_branched"] = "run_branched"
+    from_run: str
+    from_index: int
+    path: str
+    verdict: str
 
 
 class ReviewWritten(_Event):
@@ -113,6 +141,9 @@ Event = Annotated[
     | CoderRetry
     | CandidateEvaluated
     | ProfileSkipped
+    | CandidateProfiled
+    | ToolCalled
+    | RunBranched
     | ReviewWritten
     | UsageUpdated
     | RunFinished,

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import openai
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import Runnable
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from kernelwright.agent.configuration import AgentConfig, Role
@@ -94,7 +95,9 @@ def _api_problem(config: AgentConfig, role: Role, exc: openai.APIError) -> Envir
     )
 
 
-def call_llm(model: BaseChatModel, messages: list[BaseMessage], config: AgentConfig, role: Role) -> AIMessage:
+def call_llm(
+    model: BaseChatModel | Runnable[Any, Any], messages: list[BaseMessage], config: AgentConfig, role: Role
+) -> AIMessage:
     try:
         reply = model.invoke(messages)
     except openai.APIError as exc:

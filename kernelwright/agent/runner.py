@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,8 +19,8 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from kernelwright.agent import runs
 from kernelwright.agent.configuration import AgentConfig
-from kernelwright.agent.deps import Deps, Evaluator
-from kernelwright.agent.events import EventStream, RunFinished, RunStarted, TrajectoryWriter, _Event
+from kernelwright.agent.deps import Deps, Evaluator, Profiler
+from kernelwright.agent.events import EventStream, RunBranched, RunFinished, RunStarted, TrajectoryWriter, _Event
 from kernelwright.agent.graph import build_graph
 from kernelwright.agent.scripted import ScriptedSession
 from kernelwright.agent.state import AgentState, CandidateRecord
@@ -58,8 +59,23 @@ class RunOutcome:
         return ExitCode.OK if self.accepted else ExitCode.NEEDS_ATTENTION
 
 
-def initial_state(config: AgentConfig) -> AgentState:
-    return {"problem": config.problem, "round": 0, "candidates": [], "lessons": [], "history": [], "usage": {}}
+def initial_state(config: AgentConfig, origin: CandidateRecord | None = None) -> AgentState:
+    """A fresh run's state; a branched run (`--from`) starts with the origin as its starting point,
+    and as its best when the origin is correct."""
+    state: AgentState = {
+        "problem": config.problem,
+        "round": 0,
+        "candidates": [],
+        "lessons": [],
+        "history": [],
+        "usage": {},
+        "profiles": {},
+    }
+    if origin is not None:
+        state["origin"] = origin
+        state["start"] = origin
+        state["best"] = origin if origin["verdict"] == "correct" else None
+    return state
 
 
 @contextlib.contextmanager
@@ -79,6 +95,23 @@ def harness_session(config: AgentConfig, settings: Settings) -> Iterator[Evaluat
         yield session
 
 
+def _fresh_state(config: AgentConfig, events: EventStream) -> AgentState:
+    if config.branch_from is None:
+        return initial_state(config)
+    origin, from_index = runs.branch_origin(config)
+    if origin["verdict"] == "correct":
+        shutil.copyfile(origin["path"], config.run_dir / "best.py")
+    events.emit(
+        RunBranched(
+            from_run=config.branch_from,
+            from_index=from_index,
+            path=origin["path"],
+            verdict=origin["verdict"],
+        )
+    )
+    return initial_state(config, origin)
+
+
 def summary_of(config: AgentConfig, state: AgentState, stop_reason: str, finished: bool) -> dict[str, Any]:
     best = state.get("best")
     return {
@@ -94,6 +127,11 @@ def summary_of(config: AgentConfig, state: AgentState, stop_reason: str, finishe
         "rounds": state.get("round", 0),
         "best": best,
         "best_file": str(config.run_dir / "best.py") if best else None,
+        "branched_from": (
+            {"run_id": config.branch_from, "candidate": config.branch_candidate, "origin": state.get("origin")}
+            if config.branch_from
+            else None
+        ),
         "candidates": list(state.get("candidates", [])),
         "lessons": list(state.get("lessons", [])),
         "usage": dict(state.get("usage", {})),
@@ -109,6 +147,8 @@ def run(
     subscribers: tuple[Callable[[_Event], None], ...] = (),
     scripted: ScriptedSession | None = None,
     hints: tuple[str, ...] = (),
+    profiler: Profiler | None = None,
+    profiler_missing: str = "ncu (Nsight Compute) was not found",
 ) -> RunOutcome:
     """Run (or resume) the graph to its end; the outcome says how it stopped."""
     run_dir = config.run_dir
@@ -123,7 +163,7 @@ def run(
     consumers: tuple[Callable[[_Event], None], ...] = (trajectory, seen.append, *subscribers)
     for subscriber in consumers:
         events.subscribe(subscriber)
-    deps = Deps(models=models, evaluator=evaluator, events=events)
+    deps = Deps(models=models, evaluator=evaluator, events=events, profiler=profiler, profiler_missing=profiler_missing)
     deps.hints.extend(hints)
     thread: Any = {
         "configurable": {"thread_id": config.run_id, "agent_config": config, "deps": deps},
@@ -153,7 +193,7 @@ def run(
         try:
             already_done = resume and bool(state) and not snapshot.next
             if not already_done:
-                graph.invoke(None if resume and state else initial_state(config), thread)
+                graph.invoke(None if resume and state else _fresh_state(config, events), thread)
             after = graph.get_state(thread)
             state = dict(after.values)  # type: ignore[assignment]
             finished = not after.next

@@ -4,7 +4,8 @@ config.json          the run's AgentConfig (no API key), so --resume needs only 
 checkpoints.sqlite   LangGraph's checkpoints (thread id = run id)
 candidates/NNN.py    every candidate, as written by the coder
 results/<sha>.json   its EvalResult, keyed by source hash, stored as soon as it exists
-evidence/NNN/        the harness's evidence folder per candidate (source, result, worker log)
+evidence/NNN/        the harness's evidence folder per candidate (source, result, worker log), and
+                     on a GPU its profile: candidate.ncu-rep, digest.json, profile.json
 best.py              the best correct candidate, a drop-in file
 trajectory.json      every event (versioned);  summary.json  the outcome (versioned)
 """
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelwright.agent.configuration import AgentConfig, RoleModel
+from kernelwright.agent.state import CandidateRecord, ProfileRecord
 from kernelwright.errors import UsageError
 from kernelwright.harness.result import EvalResult
 
@@ -47,6 +49,26 @@ def store_result(run_dir: Path, sha: str, result: EvalResult) -> Path:
     tmp.write_text(result.to_json())
     tmp.replace(path)  # atomic: a kill leaves the old file or the new one, never half of one
     return path
+
+
+def store_profile(folder: Path, record: ProfileRecord, digest_json: str) -> Path:
+    """digest.json (the NcuDigest) and profile.json (the state's record) of a profiled candidate."""
+    folder.mkdir(parents=True, exist_ok=True)
+    digest = folder / "digest.json"
+    digest.write_text(digest_json)
+    (folder / "profile.json").write_text(json.dumps({**record, "digest_json": str(digest)}))
+    return digest
+
+
+def read_profile(folder: Path) -> ProfileRecord | None:
+    path = folder / "profile.json"
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return ProfileRecord(**{k: data.get(k) for k in ProfileRecord.__annotations__})  # type: ignore[typeddict-item]
 
 
 def save_config(config: AgentConfig) -> None:
@@ -113,3 +135,56 @@ def list_runs(runs_dir: Path) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def branch_source(runs_dir: Path, run_id: str, index: int | None) -> dict[str, Any]:
+    """The summary's record of candidate `index` of run `run_id` (its best when None); a
+    UsageError naming what there is when it is not there."""
+    folder = runs_dir / run_id
+    if not (folder / "config.json").is_file():
+        raise UsageError(f"no run {run_id!r} in {runs_dir}", hint="`kernelwright runs list` shows the runs")
+    summary = read_summary(folder)
+    if summary is None:
+        raise UsageError(f"run {run_id} has no summary.json: nothing to branch from")
+    found: dict[str, Any] | None
+    if index is None:
+        found = summary.get("best")
+        if not found:
+            raise UsageError(f"run {run_id} has no correct candidate", hint="name one: --from-candidate N")
+    else:
+        known = {int(c["index"]): c for c in summary.get("candidates", [])}
+        found = known.get(index)
+        if found is None:
+            listed = ", ".join(map(str, sorted(known))) or "none"
+            raise UsageError(f"run {run_id} has no candidate {index}", hint=f"its candidates: {listed}")
+    if not candidate_path(folder, int(found["index"])).is_file():
+        raise UsageError(f"candidate file {candidate_path(folder, int(found['index']))} is missing")
+    return found
+
+
+def branch_origin(config: AgentConfig) -> tuple[CandidateRecord, int]:
+    """`--from RUN_ID --from-candidate N`: candidate N of the earlier run (its best when N is None),
+    copied into this run as candidates/000.py and recorded as index 0, the first plan's parent.
+    Returns (that record, the candidate's index in the earlier run)."""
+    assert config.branch_from is not None
+    found = branch_source(config.runs_dir, config.branch_from, config.branch_candidate)
+    source_path = candidate_path(config.runs_dir / config.branch_from, int(found["index"]))
+    here = candidate_path(config.run_dir, 0)
+    here.parent.mkdir(parents=True, exist_ok=True)
+    here.write_text(source_path.read_text())
+    base = found.get("target_baseline")
+    low = found["speedups"][base]["ci_low"] if base else None
+    return CandidateRecord(
+        index=0,
+        round=0,
+        attempt=0,
+        sha256=str(found["sha256"]),
+        path=str(here),
+        verdict=str(found["verdict"]),
+        reason=found.get("reason"),
+        message=f"from run {config.branch_from}, candidate {found['index']}: {found.get('message', '')}"[:500],
+        speedups=dict(found.get("speedups", {})),
+        target_baseline=base,
+        beats_target=found["verdict"] == "correct" and low is not None and low > config.target,
+        parent=None,
+    ), int(found["index"])

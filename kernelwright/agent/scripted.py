@@ -2,8 +2,10 @@
 
 `ScriptedSession` holds a script per role (planner, coder, reviewer): the replies, in order.
 `session.model(role)` is a LangChain `BaseChatModel` that answers with the role's next reply,
-records every prompt it receives (`session.prompts[role]`), supports `bind_tools` (returns itself)
-and `with_structured_output` (a reply given as a dict is validated into the schema), and reports
+records every prompt it receives (`session.prompts[role]`), supports `bind_tools` (returns itself,
+recording the tool names in `session.tools[role]`) and `with_structured_output` (a reply given as a
+dict is validated into the schema), can call tools (a reply made with `tool_calls(...)` is an
+AIMessage whose `tool_calls` the node runs), and reports
 usage metadata with a documented estimate: tokens = ceil(characters / 4), the usual rule of thumb
 for English and code with OpenAI-style tokenizers (no tokenizer can be downloaded offline).
 A script that runs out raises `ScriptExhausted`, which names the role and the step.
@@ -53,7 +55,17 @@ class ScriptedFailure(Exception):
     """A reply that raises instead of answering (a scripted API error)."""
 
 
-Reply = str | dict[str, Any] | BaseException | Callable[[list[BaseMessage]], str]
+Reply = str | dict[str, Any] | AIMessage | BaseException | Callable[[list[BaseMessage]], str]
+
+
+def tool_calls(*calls: tuple[str, dict[str, Any]]) -> AIMessage:
+    """A scripted reply that calls tools: `tool_calls(("gpu_specs", {"question": "l2"}), ...)`."""
+    return AIMessage(
+        content="",
+        tool_calls=[
+            {"name": name, "args": args, "id": f"call_{i}", "type": "tool_call"} for i, (name, args) in enumerate(calls)
+        ],
+    )
 
 
 @dataclass
@@ -65,6 +77,7 @@ class ScriptedSession:
     expected_verdicts: list[str] = field(default_factory=list)
     prompts: dict[str, list[list[BaseMessage]]] = field(default_factory=dict)
     position: dict[str, int] = field(default_factory=dict)
+    tools: dict[str, list[str]] = field(default_factory=dict)
 
     def next_reply(self, role: str, messages: list[BaseMessage]) -> Reply:
         self.prompts.setdefault(role, []).append(list(messages))
@@ -103,7 +116,15 @@ class ScriptedSession:
         return ScriptedChatModel(session=self, role=role)
 
 
+def _as_message(reply: Reply, messages: list[BaseMessage]) -> AIMessage:
+    if isinstance(reply, AIMessage):
+        return reply.model_copy()
+    return AIMessage(content=_as_text(reply, messages))
+
+
 def _as_text(reply: Reply, messages: list[BaseMessage]) -> str:
+    if isinstance(reply, AIMessage):
+        return str(reply.content)
     if isinstance(reply, BaseException):
         raise reply
     if isinstance(reply, dict):
@@ -111,6 +132,12 @@ def _as_text(reply: Reply, messages: list[BaseMessage]) -> str:
     if callable(reply):
         return reply(messages)
     return reply
+
+
+def _text_of(message: BaseMessage) -> str:
+    """What a message costs in the estimate: its text, plus the tool calls it makes."""
+    calls = getattr(message, "tool_calls", None) or []
+    return str(message.content) + (json.dumps([[c["name"], c["args"]] for c in calls]) if calls else "")
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -131,21 +158,19 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        text = _as_text(self.session.next_reply(self.role, messages), messages)
-        prompt_tokens = sum(estimate_tokens(str(m.content)) for m in messages)
-        out_tokens = estimate_tokens(text)
-        message = AIMessage(
-            content=text,
-            usage_metadata={
-                "input_tokens": prompt_tokens,
-                "output_tokens": out_tokens,
-                "total_tokens": prompt_tokens + out_tokens,
-            },
-            response_metadata={"model_name": self.model_name, "estimated_usage": True},
-        )
+        message = _as_message(self.session.next_reply(self.role, messages), messages)
+        prompt_tokens = sum(estimate_tokens(_text_of(m)) for m in messages)
+        out_tokens = estimate_tokens(_text_of(message))
+        message.usage_metadata = {
+            "input_tokens": prompt_tokens,
+            "output_tokens": out_tokens,
+            "total_tokens": prompt_tokens + out_tokens,
+        }
+        message.response_metadata = {"model_name": self.model_name, "estimated_usage": True}
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:
+        self.session.tools[self.role] = [getattr(t, "name", None) or getattr(t, "__name__", str(t)) for t in tools]
         return self  # type: ignore[return-value]
 
     def with_structured_output(  # type: ignore[override]

@@ -38,6 +38,19 @@ class CandidateRecord(TypedDict):
     speedups: dict[str, dict[str, float]]
     target_baseline: str | None
     beats_target: bool
+    parent: int | None
+    """The candidate this one's round started from (the best so far, or the branch origin, index 0)."""
+
+
+class ProfileRecord(TypedDict):
+    """A candidate's Nsight Compute digest (or why there is none), keyed by its index in the state."""
+
+    index: int
+    text: str
+    own_pct: float | None
+    report: str | None
+    digest_json: str | None
+    note: str
 
 
 class AgentState(TypedDict, total=False):
@@ -53,6 +66,11 @@ class AgentState(TypedDict, total=False):
     candidates: Annotated[list[CandidateRecord], operator.add]
     results: Annotated[dict[str, str], merge_dicts]
     best: CandidateRecord | None
+    start: CandidateRecord | None
+    """What this round's plan starts from: the best so far, else the branch origin."""
+    origin: CandidateRecord | None
+    """`--from-candidate`: the earlier run's candidate this run branched from (index 0 here)."""
+    profiles: Annotated[dict[str, ProfileRecord], merge_dicts]
     lessons: Annotated[list[str], operator.add]
     history: Annotated[list[str], operator.add]
     hints: Annotated[list[str], operator.add]

@@ -16,6 +16,7 @@ from rich.table import Table
 from kernelwright.agent.configuration import ROLES, AgentConfig
 from kernelwright.agent.events import JsonLinesWriter, _Event
 from kernelwright.agent.llm import chat_model
+from kernelwright.agent.profiling import make_profiler
 from kernelwright.agent.runner import RunOutcome, harness_session, run
 from kernelwright.agent.scripted import ScriptedSession
 from kernelwright.agent.scripts import SCRIPTS
@@ -78,6 +79,14 @@ class HeadlessRenderer:
             self.say(f"  candidate {e.index}: [{colour}]{e.verdict}{reason}[/]{cached} {detail}{accepted}")
         elif kind == "profile_skipped":
             self.say(f"  [dim]{e.why}[/]")
+        elif kind == "candidate_profiled":
+            own = f", own kernels {e.own_pct:.0f}% of GPU time" if e.own_pct is not None else ""
+            first = e.digest.splitlines()[0][:120] if e.digest else ""
+            self.say(f"  profiled candidate {e.index}{own}: [dim]{first}[/]")
+        elif kind == "tool_called":
+            self.say(f"  [dim]{e.role} -> {e.name}({', '.join(f'{k}={v!r}' for k, v in e.args.items())})[/]")
+        elif kind == "run_branched":
+            self.say(f"  starting from candidate {e.from_index} of run {e.from_run} ({e.verdict}), as candidate 0")
         elif kind == "review_written":
             meter = f"{int(self.tokens)} tokens{' (estimated)' if self.estimated else ''}, ${self.cost:.2f}"
             self.say(f"  review: {e.decision}: {e.feedback}")
@@ -141,9 +150,18 @@ def execute(
     if writer is not None:
         subscribers.append(writer)
     try:
+        profiler, missing = make_profiler(config, settings)
         with harness_session(config, settings) as evaluator:
             outcome = run(
-                config, models, evaluator, resume=resume, subscribers=tuple(subscribers), scripted=session, hints=hints
+                config,
+                models,
+                evaluator,
+                resume=resume,
+                subscribers=tuple(subscribers),
+                scripted=session,
+                hints=hints,
+                profiler=profiler,
+                profiler_missing=missing,
             )
     finally:
         if writer is not None:

@@ -4,12 +4,89 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from kernelwright.cli.context import AppState
 from kernelwright.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from kernelwright.config import Settings
+
+
+# --from: which flags (typer parameter names) set which AgentConfig fields of the inherited config.
+_PARAM_FIELDS = {
+    "target": "target",
+    "rounds": "max_rounds",
+    "max_tokens": "max_tokens",
+    "max_cost": "max_cost_usd",
+    "max_time": "max_wall_s",
+    "patience": "no_improvement_rounds",
+    "llm_timeout": "request_timeout_s",
+    "llm_retries": "max_retries",
+    "structured": "structured_method",
+    "size": "size",
+    "scripted": "scripted",
+    "width": "width",
+    "price_in": "price_in_per_1k",
+    "price_out": "price_out_per_1k",
+}
+_ROLE_PARAMS = ("model", "planner_model", "coder_model", "reviewer_model", "temperature", "max_output")
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    """Was this option given (command line or its env var), rather than left at its default?"""
+    from click.core import ParameterSource
+
+    return ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
+
+
+def _branch_config(
+    settings: Settings,
+    from_run: str,
+    index: int | None,
+    flags: dict[str, Any],
+    given: set[str],
+    device: str | None,
+    backend: str | None,
+) -> Any:
+    """A new run's AgentConfig for `--from RUN_ID [--from-candidate N]`: the earlier run's
+    configuration (as --resume reads it), a new id, and the flags given on this command line."""
+    import dataclasses
+
+    from kernelwright.agent import runs
+    from kernelwright.agent.configuration import ROLES, RoleModel, new_run_id
+    from kernelwright.tools.evaluate import resolve_device
+
+    runs_dir = Path(settings.runs_dir)
+    old = runs.load_config(runs_dir, from_run)
+    runs.branch_source(runs_dir, from_run, index)  # a missing run or candidate is a usage error now
+    changes: dict[str, Any] = {field: flags[field] for param, field in _PARAM_FIELDS.items() if param in given}
+    if device is not None:
+        changes["device"] = resolve_device(device, settings)
+    if backend is not None:
+        changes["backend"] = backend
+    if given & set(_ROLE_PARAMS):
+        roles = {}
+        for role in ROLES:
+            before = old.role(role)
+            roles[role] = RoleModel(
+                model=flags[f"{role}_model"] or flags["model"] or before.model,
+                temperature=flags["temperature"] if flags["temperature"] is not None else before.temperature,
+                max_tokens=flags["max_output_tokens"] or before.max_tokens,
+            )
+        changes["roles"] = roles
+    config = dataclasses.replace(
+        old,
+        run_id=new_run_id(old.problem),
+        branch_from=from_run,
+        branch_candidate=index,
+        approve_plans=False,
+        **changes,
+    ).with_credentials(settings)
+    config.validate()
+    return config
 
 
 def register(app: typer.Typer) -> None:
@@ -30,9 +107,28 @@ def register(app: typer.Typer) -> None:
             int, typer.Option("--no-improvement", help="Stop after N rounds without a better kernel.")
         ] = 4,
         model: Annotated[Optional[str], typer.Option("--model", help="Model name for every role.")] = None,
+        planner_model: Annotated[Optional[str], typer.Option("--planner-model", help="The planner's model.")] = None,
+        coder_model: Annotated[Optional[str], typer.Option("--coder-model", help="The coder's model.")] = None,
+        reviewer_model: Annotated[Optional[str], typer.Option("--reviewer-model", help="The reviewer's model.")] = None,
+        temperature: Annotated[
+            Optional[float], typer.Option("--temperature", min=0, help="Sampling temperature.")
+        ] = None,
+        max_output: Annotated[
+            Optional[int], typer.Option("--max-output-tokens", min=1, help="Most tokens one reply may use.")
+        ] = None,
+        llm_timeout: Annotated[
+            Optional[float], typer.Option("--llm-timeout", min=1, help="Seconds one LLM request may take.")
+        ] = None,
+        llm_retries: Annotated[
+            Optional[int], typer.Option("--llm-retries", min=0, help="Retries of a 429 / 5xx LLM request.")
+        ] = None,
         structured: Annotated[
-            str, typer.Option("--structured-output", help="function_calling, json_schema, json_mode or plain_json.")
-        ] = "function_calling",
+            Optional[str],
+            typer.Option(
+                "--structured-output",
+                help="function_calling, json_schema, json_mode or plain_json (default: llm_structured_output).",
+            ),
+        ] = None,
         size: Annotated[str, typer.Option("--size", help="default, or small (quick CPU runs).")] = "default",
         width: Annotated[
             int, typer.Option("--width", min=1, help="Candidates sampled per coder step, evaluated as one batch.")
@@ -41,12 +137,25 @@ def register(app: typer.Typer) -> None:
             str, typer.Option("--policy", help="strict (engineering: not in the harness yet).")
         ] = "strict",
         resume: Annotated[Optional[str], typer.Option("--resume", help="Resume the run with this id.")] = None,
+        from_run: Annotated[
+            Optional[str],
+            typer.Option("--from", help="Start a new run from an earlier run (its settings; flags given here win)."),
+        ] = None,
+        from_candidate: Annotated[
+            Optional[int],
+            typer.Option(
+                "--from-candidate", min=0, help="With --from: the candidate to start from (default: its best)."
+            ),
+        ] = None,
         hint: Annotated[Optional[list[str]], typer.Option("--hint", help="A hint for the next planner prompt.")] = None,
         events_json: Annotated[
             Optional[Path], typer.Option("--events-json", help="Write every event as JSON lines.")
         ] = None,
-        price_in: Annotated[float, typer.Option("--price-in", help="USD per 1k prompt tokens (cost meter).")] = 0.0,
-        price_out: Annotated[float, typer.Option("--price-out", help="USD per 1k completion tokens.")] = 0.0,
+        price_in: Annotated[
+            Optional[float],
+            typer.Option("--price-in", help="USD per 1k prompt tokens (cost meter; default: settings)."),
+        ] = None,
+        price_out: Annotated[Optional[float], typer.Option("--price-out", help="USD per 1k completion tokens.")] = None,
         scripted: Annotated[
             Optional[str],
             typer.Option(
@@ -67,7 +176,36 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"--policy {policy} is not supported by the harness yet; strict is what it enforces")
         if size not in ("default", "small"):
             raise UsageError(f"--size must be 'default' or 'small', not {size!r}")
-        if resume:
+        if from_candidate is not None and not from_run:
+            raise UsageError("--from-candidate needs --from RUN_ID")
+        if resume and from_run:
+            raise UsageError("give --resume RUN_ID (carry on) or --from RUN_ID (a new run), not both")
+        flags = {
+            "target": target,
+            "max_rounds": rounds,
+            "max_tokens": max_tokens,
+            "max_cost_usd": max_cost,
+            "max_wall_s": max_time,
+            "no_improvement_rounds": patience,
+            "model": model,
+            "planner_model": planner_model,
+            "coder_model": coder_model,
+            "reviewer_model": reviewer_model,
+            "temperature": temperature,
+            "max_output_tokens": max_output,
+            "request_timeout_s": llm_timeout,
+            "max_retries": llm_retries,
+            "structured_method": structured,
+            "size": size,
+            "scripted": scripted,
+            "width": width,
+            "price_in_per_1k": price_in,
+            "price_out_per_1k": price_out,
+        }
+        if from_run:
+            given = {name for name in ctx.params if _given(ctx, name)}
+            config = _branch_config(settings, from_run, from_candidate, flags, given, device, backend)
+        elif resume:
             config = runs.load_config(Path(settings.runs_dir), resume).with_credentials(settings)
             done = runs.read_summary(config.run_dir) or {}
             if done.get("finished"):
@@ -84,19 +222,7 @@ def register(app: typer.Typer) -> None:
                 problem=problem,
                 device=chosen,
                 backend=backend or ("cuda" if chosen == "cuda" else "cpp"),
-                target=target,
-                max_rounds=rounds,
-                max_tokens=max_tokens,
-                max_cost_usd=max_cost,
-                max_wall_s=max_time,
-                no_improvement_rounds=patience,
-                model=model,
-                structured_method=structured,
-                size=size,
-                scripted=scripted,
-                width=width,
-                price_in_per_1k=price_in,
-                price_out_per_1k=price_out,
+                **flags,
             )
         outcome, _ = execute(config, settings, resume=bool(resume), events_json=events_json, hints=tuple(hint or ()))
         return ExitCode.OK if outcome.accepted else ExitCode.NEEDS_ATTENTION

@@ -72,6 +72,7 @@ def evaluate(state: AgentState, config: RunnableConfig) -> Command[Literal["code
             attempt=state.get("attempt", 1),
             path=str(paths[offset]),
             target=cfg.target,
+            parent=start["index"] if (start := state.get("start")) else None,
         )
         records.append(rec)
         deps.events.emit(
@@ -83,6 +84,7 @@ def evaluate(state: AgentState, config: RunnableConfig) -> Command[Literal["code
                 speedups=rec["speedups"],
                 beats_target=rec["beats_target"],
                 cached=cached,
+                parent=rec["parent"],
             )
         )
         if budget.better(rec, best):

@@ -15,16 +15,19 @@ from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import PlanWritten
 from kernelwright.agent.nodes.common import (
-    ask_structured,
+    ask_with_tools,
     brief,
     describe,
     hardware_text,
     messages,
     problem_of,
+    role_tools,
     started,
+    starting_point,
     tail,
 )
 from kernelwright.agent.state import AgentState
+from kernelwright.agent.tools import describe_tools
 
 
 class Plan(BaseModel):
@@ -41,6 +44,8 @@ def planner(state: AgentState, config: RunnableConfig) -> Command[Literal["coder
     hints = list(deps.hints)
     deps.hints.clear()
     started(deps, {**state, "round": round_}, "planner")
+    start = starting_point(state)
+    tools = role_tools(state, cfg)
     prompt = messages(
         "planner",
         brief=brief(cfg.problem, cfg.size),
@@ -50,12 +55,15 @@ def planner(state: AgentState, config: RunnableConfig) -> Command[Literal["coder
         target_baseline="torch.compile (eager where compile is unavailable)",
         target=f"{cfg.target:g}",
         best=describe(state.get("best")),
+        start=describe(start) + (" (the candidate this run branched from)" if start and start["index"] == 0 else ""),
+        tools=describe_tools(tools),
+        tool_rounds=cfg.tool_rounds,
         history=tail(state.get("history", []), 4),
         lessons=tail(state.get("lessons", []), 8),
         hints=tail(state.get("hints", []) + hints, 4),
         round=round_,
     )
-    plan, raw, usage = ask_structured("planner", prompt, Plan, cfg, deps)
+    plan, raw, usage = ask_with_tools("planner", prompt, Plan, tools, cfg, deps)
     text = plan.plan if plan is not None else raw.strip()[:1500]
     expected = plan.expected_speedup if plan is not None else None
     deps.events.emit(PlanWritten(plan=text, expected_speedup=expected, round=round_))
@@ -69,6 +77,7 @@ def planner(state: AgentState, config: RunnableConfig) -> Command[Literal["coder
             "coder_feedback": "",
             "no_code_replies": 0,
             "last_candidate": None,
+            "start": start,
             "profile_note": "",
             "hints": hints,
             "usage": usage,

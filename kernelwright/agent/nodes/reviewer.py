@@ -14,8 +14,9 @@ from kernelwright.agent import budget
 from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import ReviewWritten
-from kernelwright.agent.nodes.common import ask_structured, describe, messages, started
+from kernelwright.agent.nodes.common import ask_with_tools, describe, messages, role_tools, started
 from kernelwright.agent.state import AgentState
+from kernelwright.agent.tools import describe_tools
 
 
 class Review(BaseModel):
@@ -44,6 +45,7 @@ def reviewer(state: AgentState, config: RunnableConfig) -> Command[Literal["plan
     started(deps, state, "reviewer")
     round_ = state.get("round", 0)
     outcome = outcome_text(state)
+    tools = role_tools(state, cfg)
     prompt = messages(
         "reviewer",
         round=round_,
@@ -51,8 +53,10 @@ def reviewer(state: AgentState, config: RunnableConfig) -> Command[Literal["plan
         outcome=outcome,
         profile=state.get("profile_note") or "(no profile)",
         best=describe(state.get("best")),
+        tools=describe_tools(tools),
+        tool_rounds=cfg.tool_rounds,
     )
-    review, raw, usage = ask_structured("reviewer", prompt, Review, cfg, deps)
+    review, raw, usage = ask_with_tools("reviewer", prompt, Review, tools, cfg, deps)
     if review is None:
         review = Review(decision="iterate", feedback=raw.strip()[:500], lesson="")
     deps.events.emit(ReviewWritten(decision=review.decision, lesson=review.lesson, feedback=review.feedback))
