@@ -31,6 +31,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from kernelwright.problems.execution import exec_as_module
+
 # The pip package that installs a module, where the two names differ or the module is common.
 PIP_PACKAGES = {
     "einops": "einops",
@@ -137,7 +139,7 @@ def _child_main(paths: list[str]) -> None:
     results = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    from kernelwright.problems.instance import exec_as_module  # torch: only in the child
+    import torch  # noqa: F401  (once, before the files: their import time is their own)
 
     results.write(json.dumps({"ready": True}) + "\n")
     for i, path in enumerate(paths):

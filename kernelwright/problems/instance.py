@@ -2,38 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import traceback
 from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
 import torch
 
 from kernelwright.errors import ProblemError
+from kernelwright.problems.execution import exec_as_module
 from kernelwright.problems.imports import is_installed, pip_package
 from kernelwright.problems.model import Problem
 
 Size = Literal["default", "small"]
 _SCALARS = (int, float, bool)
-
-
-def exec_as_module(source: str, path: Path, name: str) -> ModuleType:
-    """Run `source` as a fresh module registered under `name` (tracebacks name `path`); whatever
-    the code raises propagates, and the half-made module is unregistered."""
-    spec = importlib.util.spec_from_loader(name, loader=None, origin=str(path))
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    module.__file__ = str(path)
-    sys.modules[name] = module  # dataclasses and pickling look modules up by name
-    try:
-        exec(compile(source, str(path), "exec"), module.__dict__)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
-    return module
 
 
 def import_module(problem: Problem, *, module_name: str | None = None) -> ModuleType:

@@ -23,7 +23,7 @@ from typing import Any
 
 from kernelwright import fastext
 from kernelwright.problems.candidate.cache import BuildCache, cache_key
-from kernelwright.problems.instance import exec_as_module
+from kernelwright.problems.execution import exec_as_module
 
 MODULE_NAME = "kernelwright_candidate"
 Wrap = Callable[[Any, str], Any]  # wrap(fn, "extension.function") -> what the candidate gets instead
