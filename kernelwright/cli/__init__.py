@@ -18,7 +18,7 @@ from kernelwright.cli import demo_cmd, doctor_cmd, eval_cmd, optimize_cmd, profi
 from kernelwright.cli.context import AppState
 from kernelwright.cli.problems_cmd import problems_app
 from kernelwright.errors import ExitCode, KernelwrightError
-from kernelwright.harness.process import sandbox
+from kernelwright.harness.process import live
 
 app = typer.Typer(
     name="kernelwright",
@@ -85,7 +85,9 @@ def _crash_log(exc: BaseException) -> Path | None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"crash-{dt.datetime.now():%Y%m%d-%H%M%S}.txt"
-        path.write_text(sandbox.redact(text))  # a traceback can quote an API key (a failed request's headers)
+        from kernelwright.harness.process.isolation import redact  # only on this rare path
+
+        path.write_text(redact(text))  # a traceback can quote an API key (a failed request's headers)
         return path
     except OSError:
         return None
@@ -99,7 +101,7 @@ class _Interrupted(BaseException):
 def _on_interrupt(signum: int, frame: object) -> None:
     """Ctrl-C: end every worker (and the compilers they started) at once, before the stack
     unwinds through code that would otherwise wait for them; then unwind."""
-    sandbox.interrupt()
+    live.interrupt()
     raise _Interrupted
 
 
@@ -109,7 +111,7 @@ INTERRUPTED_LINE = "interrupted: every process kernelwright started has been sto
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script and `python -m kernelwright`."""
     code: int
-    sandbox.resume()
+    live.resume()
     previous = signal.signal(signal.SIGINT, _on_interrupt)
     try:
         result = app(args=argv, prog_name="kernelwright", standalone_mode=False)

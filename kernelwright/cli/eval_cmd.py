@@ -13,9 +13,7 @@ from rich.table import Table
 
 from kernelwright.cli.context import AppState
 from kernelwright.errors import ExitCode, UsageError, worst
-from kernelwright.harness.options import DEFAULT_BASELINES, parse_baselines
-from kernelwright.problems import resolve_problem
-from kernelwright.problems.solutions_index import bundled_solutions
+from kernelwright.harness.baselines import DEFAULT_BASELINES, parse_baselines
 
 if TYPE_CHECKING:
     from kernelwright.harness.result import EvalResult
@@ -115,6 +113,8 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Evaluate candidate kernels against a problem's PyTorch reference: build each in its own
         process, fuzz it for correctness, reject reward hacks, and time it against the baselines."""
+        from kernelwright.problems import resolve_problem
+        from kernelwright.problems.solutions_index import bundled_solutions
         from kernelwright.tools.evaluate import check_candidate_files, eval_options, evaluate_files, resolve_device
 
         state: AppState = ctx.obj

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from kernelwright.errors import UsageError
+from kernelwright.harness.baselines import DEFAULT_BASELINES
 
 if TYPE_CHECKING:  # pydantic-settings costs a tenth of a second the CLI's start-up need not pay
     from kernelwright.config import Settings
@@ -23,17 +23,6 @@ if TYPE_CHECKING:  # pydantic-settings costs a tenth of a second the CLI's start
 log = logging.getLogger(__name__)
 
 DISTRIBUTIONS = ("uniform", "normal", "large", "tiny", "signed")  # trial input values (fuzz.py draws them)
-BASELINES = ("eager", "compile", "compile-max-autotune")
-DEFAULT_BASELINES = ("eager", "compile")
-
-
-def parse_baselines(text: str) -> tuple[str, ...]:
-    """`eager,compile` -> ("eager", "compile"); unknown names are a usage error."""
-    names = tuple(n.strip() for n in text.split(",") if n.strip())
-    bad = [n for n in names if n not in BASELINES]
-    if bad:
-        raise UsageError(f"unknown baseline(s) {', '.join(bad)}; choose from {', '.join(BASELINES)}")
-    return names
 
 
 class TrialPlan(BaseModel):

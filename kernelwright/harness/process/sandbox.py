@@ -30,17 +30,14 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from kernelwright.errors import EnvironmentProblem
-from kernelwright.harness.process import confine
-from kernelwright.harness.process.isolation import MODE_VAR, Isolation, scrubbed_env
-from kernelwright.harness.process.isolation import redact as redact  # the CLI's crash log uses it
+from kernelwright.harness.process import confine, live
+from kernelwright.harness.process.isolation import MODE_VAR, Isolation, redact, scrubbed_env
 from kernelwright.harness.process.jobs import WorkerJob, WorkerMessage
+from kernelwright.harness.process.live import kill_tree
 from kernelwright.harness.verdicts import Reason
 
 CLOSE_GRACE_S = 0.05
 
-_LIVE: set[WorkerProcess] = set()
-_LIVE_LOCK = threading.Lock()
-_INTERRUPTED = threading.Event()  # set by interrupt(): no new worker starts
 
 _SIGNALS = {
     signal.SIGSEGV: Reason.SEGFAULT,
@@ -86,63 +83,6 @@ def classify_death(returncode: int | None, stderr_tail: str) -> tuple[Reason, st
     return Reason.PROCESS_DIED, f"the worker exited with status {returncode}"
 
 
-def _children_map() -> dict[int, list[int]]:
-    """ppid -> pids, read from /proc (empty where there is no /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            stat = entry.read_text()
-        except OSError:
-            continue
-        # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ")"
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 1:
-            children.setdefault(int(fields[1]), []).append(int(entry.parent.name))
-    return children
-
-
-def descendants(pid: int) -> list[int]:
-    """Every process below `pid` (children, grandchildren, ...), from /proc."""
-    children = _children_map()
-    found: list[int] = []
-    stack = list(children.get(pid, []))
-    while stack:
-        child = stack.pop()
-        found.append(child)
-        stack.extend(children.get(child, []))
-    return found
-
-
-def kill_tree(pid: int) -> None:
-    """SIGKILL `pid`, its process group and every descendant, wherever their process groups are.
-    The tree is stopped first so nothing forks or is re-parented while it is being collected."""
-    tree = [pid, *descendants(pid)]
-    for target in tree:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(target, signal.SIGSTOP)
-    tree += [p for p in descendants(pid) if p not in tree]
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-    for target in tree:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(target, signal.SIGKILL)
-
-
-def interrupt() -> int:
-    """Ctrl-C: end every live worker and everything it started, and refuse to start new ones
-    (queued parallel builds included) until `resume()`; returns how many workers were ended."""
-    _INTERRUPTED.set()
-    with _LIVE_LOCK:
-        live = list(_LIVE)
-    for worker in live:
-        worker.kill()
-    return len(live)
-
-
-def resume() -> None:
-    _INTERRUPTED.clear()
-
-
 def refuse_unless_isolated(mode: str) -> None:
     """Strict mode: raise (exit 5) unless this machine gives a worker every isolation layer."""
     if mode != "strict":
@@ -159,7 +99,7 @@ class WorkerProcess:
     """One worker subprocess. `expect(phase, timeout)` waits for that phase's result."""
 
     def __init__(self, job: WorkerJob, job_file: Path, log_file: Path, env: dict[str, str] | None = None) -> None:
-        if _INTERRUPTED.is_set():
+        if live.interrupted():
             raise KeyboardInterrupt("interrupted: no new worker starts")
         extra = dict(env or {})
         refuse_unless_isolated(extra.get(MODE_VAR, "best-effort"))
@@ -182,8 +122,7 @@ class WorkerProcess:
             env=child_env,
             start_new_session=True,  # its own process group: a timeout kills compiler children too
         )
-        with _LIVE_LOCK:
-            _LIVE.add(self)
+        live.add(self)
         self._lines: queue.Queue[str | None] = queue.Queue()
         self.phases_seen: set[str] = set()  # phases the worker announced it was starting
         threading.Thread(target=self._read, daemon=True).start()
@@ -294,8 +233,7 @@ class WorkerProcess:
         self._forget()
 
     def _forget(self) -> None:
-        with _LIVE_LOCK:
-            _LIVE.discard(self)
+        live.discard(self)
 
     def close(self) -> None:
         """End a worker whose results are all in: ask it to stop, give it a moment, then end its
