@@ -29,7 +29,7 @@ def test_a_warm_session_keeps_every_verdict_and_starts_the_next_worker_ahead(tmp
             case = _BY_NAME[name]
             [result] = session.evaluate([write_case(tmp_path, case.name, case.source())])
             # Baselines prepared before the candidate's import must not hide what the candidate changes.
-            assert (result.verdict.value, result.reason) == (case.verdict, case.reason), result.message
+            assert case.accepts(result.verdict.value, result.reason), result.message
         spare = session._spare
         assert spare is not None and spare[1].proc.poll() is None
     assert spare[1].proc.poll() is not None  # closing the session ends the worker started ahead
