@@ -56,3 +56,41 @@ def test_eval_refuses_before_starting_anything(tmp_path: Path) -> None:
     assert done.returncode == 5, done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("environment: level1/1_relu at default size needs about") and "--size small" in last
+
+
+SIGKILLED_REFERENCE = """import os, signal
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        if x.device.type != "meta":  # the harness reads shapes on meta tensors first
+            os.kill(os.getpid(), signal.SIGKILL)  # what the out-of-memory killer does
+        return x
+
+
+def get_inputs():
+    return [torch.rand(8)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_an_out_of_memory_kill_is_the_machine_not_a_bad_problem_file(tmp_path: Path) -> None:
+    problem = tmp_path / "killed.py"
+    problem.write_text(SIGKILLED_REFERENCE)
+    candidate = tmp_path / "cand.py"
+    candidate.write_text(CORRECT.source())
+    done = subprocess.run(
+        [sys.executable, "-m", "kernelwright", "eval", str(problem), str(candidate), "--device", "cpu", "--no-timing"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert done.returncode == 5, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("environment:") and "ran out of memory" in last and "bad problem file" not in last
