@@ -60,13 +60,20 @@ def store_profile(folder: Path, record: ProfileRecord, digest_json: str) -> Path
     return digest
 
 
-def read_profile(folder: Path) -> ProfileRecord | None:
-    path = folder / "profile.json"
+def _read_object(path: Path) -> dict[str, Any] | None:
+    """A JSON object written by a run, or None when it is missing or unreadable (a run killed midway)."""
     if not path.is_file():
         return None
     try:
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def read_profile(folder: Path) -> ProfileRecord | None:
+    data = _read_object(folder / "profile.json")
+    if data is None:
         return None
     return ProfileRecord(**{k: data.get(k) for k in ProfileRecord.__annotations__})  # type: ignore[typeddict-item]
 
@@ -98,14 +105,7 @@ def write_summary(run_dir: Path, summary: dict[str, Any]) -> None:
 
 
 def read_summary(run_dir: Path) -> dict[str, Any] | None:
-    path = run_dir / "summary.json"
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    return data if isinstance(data, dict) else None
+    return _read_object(run_dir / "summary.json")
 
 
 def list_runs(runs_dir: Path) -> list[dict[str, Any]]:
