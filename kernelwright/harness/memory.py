@@ -86,14 +86,21 @@ def fits(need: MemoryEstimate, have: int | None) -> bool:
     return have is None or need.host_bytes <= have * USABLE_FRACTION
 
 
-def scratch_in_ram() -> bool:
-    """Whether an evaluation's scratch files would go to RAM-backed /dev/shm (the session's rule:
-    writable, with more than 16 GiB free), which counts them against memory."""
+def scratch_root() -> str | None:
+    """Where an evaluation's scratch files go: RAM-backed /dev/shm when it is writable with more
+    than 16 GiB free (GB-sized trial inputs), else None (the temp dir)."""
     shm = Path("/dev/shm")
     try:
-        return shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 16 << 30
+        if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 16 << 30:
+            return str(shm)
     except OSError:
-        return False
+        pass
+    return None
+
+
+def scratch_in_ram() -> bool:
+    """Whether the scratch files count against memory (they do in /dev/shm)."""
+    return scratch_root() is not None
 
 
 def _refuse(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -22,10 +21,9 @@ from typing import Any, Literal
 import torch
 
 from kernelwright.errors import EnvironmentProblem, ProblemError
-from kernelwright.harness import judge
+from kernelwright.harness import judge, memory
 from kernelwright.harness.checks.static.analysis import CandidateAnalysis, analyze_candidate
 from kernelwright.harness.environment import hardware_summary, library_versions
-from kernelwright.harness.memory import check_memory
 from kernelwright.harness.options import EvalOptions, TrialPlan, plan_trials
 from kernelwright.harness.process import scratch
 from kernelwright.harness.process.isolation import MODE_VAR, write_redacted_copy
@@ -306,17 +304,6 @@ def _write_evidence(out_dir: Path, path: Path, source: str, result: EvalResult, 
         write_redacted_copy(workdir / "worker.log", folder / "build-and-run.log")
 
 
-def _scratch_root() -> str | None:
-    """Trial tensors go through files: use RAM-backed /dev/shm when it has room (GB-sized inputs)."""
-    shm = Path("/dev/shm")
-    try:
-        if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 16 << 30:
-            return str(shm)
-    except OSError:
-        pass
-    return None
-
-
 class EvalSession:
     """Evaluations of candidates for one problem, call after call (the agent's loop, or one CLI run).
 
@@ -331,9 +318,9 @@ class EvalSession:
     def __init__(self, problem: Problem, opts: EvalOptions, *, warm: bool = False) -> None:
         self.problem, self.opts, self.warm = problem, opts, warm
         refuse_unless_isolated(opts.sandbox)
-        scratch_root = _scratch_root()
+        scratch_root = memory.scratch_root()
         footprint = measure(problem, opts.size)  # shapes only: nothing is allocated here
-        self.memory = check_memory(problem, footprint, opts, scratch_in_ram=scratch_root is not None)
+        self.memory = memory.check_memory(problem, footprint, opts, scratch_in_ram=scratch_root is not None)
         scratch.sweep()  # what runs killed before their cleanup left behind
         self._tmp = tempfile.TemporaryDirectory(prefix=scratch.PREFIX, dir=scratch_root)
         work = Path(self._tmp.name)
