@@ -18,7 +18,7 @@ from kernelwright.harness.result import EvalResult
 from kernelwright.harness.session import evaluate
 from kernelwright.problems import load_problem_file, resolve_problem
 from tests.candidates import harness_options, write_case
-from tests.candidates.cpu_kit import CASES, CORRECT, TINY_PROBLEM, ZEROS_FOR_TINY, Case, _model
+from tests.candidates.cpu_kit import CASES, CORRECT, TIMING_CASES, TINY_PROBLEM, ZEROS_FOR_TINY, Case, _model
 
 pytestmark = pytest.mark.slow
 
@@ -51,6 +51,19 @@ def test_relu_case_gets_its_verdict(relu_results: dict[str, EvalResult], case: C
         assert not any(f.severity == "reject" for f in result.flags)
     if case.reason == "compile_error":  # the compiler's own error line, not only torch's summary
         assert re.search(r"main\.cpp:\d+: error: expected primary-expression", result.message), result.message
+
+
+def test_timing_phase_hacks_get_their_verdicts(tmp_path: Path, shared_home: Path) -> None:
+    """With timing on: a candidate that cheats only inside the timed loop, and one that patches
+    the harness's timing code, are rejected with the reasons that name what they did."""
+    paths = [_write(tmp_path, case) for case in [CORRECT, *TIMING_CASES]]
+    results = evaluate(resolve_problem("relu"), paths, _opts(shared_home, timing=True))
+    assert results[0].verdict.value == "correct" and results[0].limits["timed_outputs_checked"] == 4
+    for case, result in zip(TIMING_CASES, results[1:], strict=True):
+        assert case.accepts(result.verdict.value, result.reason.value if result.reason else None), (
+            case.name,
+            result.message,
+        )
 
 
 def test_constant_output_is_caught_when_the_reference_is_near_zero(tmp_path: Path, shared_home: Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from kernelwright.errors import EnvironmentProblem, ExitCode
-from kernelwright.harness import judge
+from kernelwright.harness import outputs
 from kernelwright.harness.options import EvalOptions
 from kernelwright.harness.process import confine, scratch
 from kernelwright.harness.process.audit import AttemptLog
@@ -95,20 +95,20 @@ def test_candidate_outputs_are_loaded_as_data_only(tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     evil = tmp_path / "candidate_0.pt"
     torch.save([torch.ones(2), _Exploit(marker)], evil)
-    value, problem = judge._load_output(evil)
+    value, problem = outputs.load_output(evil)
     assert value is None and problem is not None and not marker.exists()
 
     good = tmp_path / "candidate_1.pt"
     torch.save((torch.ones(2, 3), [torch.zeros(1), 2.5], None), good)
-    value, problem = judge._load_output(good)
+    value, problem = outputs.load_output(good)
     assert problem is None and torch.equal(value[0], torch.ones(2, 3)) and value[1][1] == 2.5
 
     linked = tmp_path / "candidate_2.pt"
     linked.symlink_to(good)
-    assert judge._load_output(linked)[1] is not None
+    assert outputs.load_output(linked)[1] is not None
 
     torch.save({"not": torch.ones(1)}, tmp_path / "candidate_3.pt")  # a dict is not an output form
-    assert judge._load_output(tmp_path / "candidate_3.pt")[1] is not None
+    assert outputs.load_output(tmp_path / "candidate_3.pt")[1] is not None
 
 
 def test_audit_log_knows_the_writable_folders(tmp_path: Path) -> None:

@@ -1,7 +1,9 @@
 """Correctness fuzzing: which trials to run, how to draw their inputs, and how to compare outputs.
 
-Inputs are drawn in the reference worker and saved; the candidate worker loads the very same
-values, so both sides see identical inputs without relying on matching RNG streams.
+Inputs are drawn from a seed in each process that needs them, on its own device (`draw_inputs`):
+the same seed, shapes and device give the same values in the reference's process and in the
+candidate's, so nothing is shipped between them, and a candidate learns a trial's seed only when
+that trial runs. Outputs are compared (`compare_outputs`) on the device of the expected values.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from typing import Any
 
 import torch
 
+from kernelwright.errors import ProblemError
 from kernelwright.harness.options import TrialPlan
 from kernelwright.harness.verdicts import Reason
-from kernelwright.problems.model import InputConstraint, ProblemMeta
+from kernelwright.problems.instance import ProblemInstance, Size, materialize
+from kernelwright.problems.model import InputConstraint, Problem, ProblemMeta
 
 # A candidate may be this many times as far from the exact result as PyTorch's own fp32 reference
 # (different summation orders round differently); real bugs are orders of magnitude beyond it.
@@ -23,39 +27,55 @@ ROUNDOFF_FACTOR = 16.0
 
 
 def _draw_float(template: torch.Tensor, dist: str, gen: torch.Generator) -> torch.Tensor:
-    shape, dtype = template.shape, template.dtype
+    shape, dtype, dev = template.shape, template.dtype, gen.device
     if dist == "uniform":
-        x = torch.rand(shape, generator=gen)
+        x = torch.rand(shape, generator=gen, device=dev)
     elif dist == "normal":
-        x = torch.randn(shape, generator=gen)
+        x = torch.randn(shape, generator=gen, device=dev)
     elif dist == "large":
-        x = torch.randn(shape, generator=gen) * 100.0
+        x = torch.randn(shape, generator=gen, device=dev) * 100.0
     elif dist == "tiny":
-        x = torch.randn(shape, generator=gen) * 1e-3
+        x = torch.randn(shape, generator=gen, device=dev) * 1e-3
     elif dist == "signed":
-        x = (torch.rand(shape, generator=gen) * 2 - 1) * 4.0
+        x = (torch.rand(shape, generator=gen, device=dev) * 2 - 1) * 4.0
     else:
         raise ValueError(f"unknown distribution {dist!r}")
     return x.to(dtype)
 
 
+def needs_values(template: Any, constraint: InputConstraint, bound: int | None) -> bool:
+    """Whether drawing an input like `template` reads its values (a fixed input, integer data
+    without a declared bound), so a shape-only (meta) template will not do."""
+    if not isinstance(template, torch.Tensor) or template.dtype == torch.bool:
+        return False
+    if constraint == InputConstraint.FIXED:
+        return True
+    if constraint == InputConstraint.MASK:
+        return False
+    if not template.dtype.is_floating_point or constraint == InputConstraint.INDICES:
+        return bound is None
+    return False
+
+
 def draw_input(template: Any, constraint: InputConstraint, bound: int | None, dist: str, gen: torch.Generator) -> Any:
-    """A fresh value shaped like `template`, respecting the problem's declared constraint."""
+    """A fresh value shaped like `template`, respecting the problem's declared constraint, on the
+    generator's device."""
+    dev = gen.device
     if not isinstance(template, torch.Tensor) or constraint == InputConstraint.FIXED:
-        return template.clone() if isinstance(template, torch.Tensor) else template
+        return template.clone().to(dev) if isinstance(template, torch.Tensor) else template
     shape, dtype = template.shape, template.dtype
     if dtype == torch.bool or constraint == InputConstraint.MASK:
-        mask = torch.rand(shape, generator=gen) < 0.5
+        mask = torch.rand(shape, generator=gen, device=dev) < 0.5
         return mask if dtype == torch.bool else mask.to(dtype)
     if not dtype.is_floating_point or constraint == InputConstraint.INDICES:
         if constraint != InputConstraint.INDICES and bound is None:
-            return template.clone()  # integer data we know nothing about: keep it
+            return template.clone().to(dev)  # integer data we know nothing about: keep it
         high = bound if bound is not None else int(template.max().item()) + 1 if template.numel() else 1
-        return torch.randint(0, max(high, 1), shape, generator=gen, dtype=dtype)
+        return torch.randint(0, max(high, 1), shape, generator=gen, dtype=dtype, device=dev)
     if constraint == InputConstraint.UNIT:
-        return torch.rand(shape, generator=gen).to(dtype)
+        return torch.rand(shape, generator=gen, device=dev).to(dtype)
     if constraint == InputConstraint.DISTRIBUTION:
-        return torch.softmax(torch.randn(shape, generator=gen) * 2, dim=-1).to(dtype)
+        return torch.softmax(torch.randn(shape, generator=gen, device=dev) * 2, dim=-1).to(dtype)
     x = _draw_float(template, dist, gen)
     if constraint == InputConstraint.POSITIVE:
         floor = 1e-3 if dist == "tiny" else 0.1
@@ -75,14 +95,31 @@ def make_noncontiguous(x: Any) -> Any:
     return view
 
 
-def draw_inputs(templates: Sequence[Any], meta: ProblemMeta, spec: TrialPlan) -> list[Any]:
-    gen = torch.Generator().manual_seed(spec.seed)
+def draw_inputs(templates: Sequence[Any], meta: ProblemMeta, spec: TrialPlan, device: str = "cpu") -> list[Any]:
+    """The trial's inputs, drawn on `device` from its seed (the same values in every process)."""
+    gen = torch.Generator(device=device).manual_seed(spec.seed)
     values = []
     for i, template in enumerate(templates):
         constraint, bound = meta.constraint(i)
         value = draw_input(template, constraint, bound, spec.distribution, gen)
         values.append(value if spec.contiguous else make_noncontiguous(value))
     return values
+
+
+def instance_for_drawing(problem: Problem, size: Size, seed: int) -> ProblemInstance:
+    """The problem at `size` with input templates to draw from: shapes only (meta tensors) when
+    no input's values are needed (`needs_values`), else the problem's own inputs."""
+    try:
+        inst = materialize(problem, size, seed=seed, shapes_only=True)
+    except ProblemError:  # an input function that needs real values (`.item()`, numpy): run it for real
+        return materialize(problem, size, seed=seed)
+    for templates in inst.input_sets():
+        for i, template in enumerate(templates):
+            if needs_values(template, *problem.meta.constraint(i)) or (
+                isinstance(template, torch.Tensor) and template.device.type != "meta"
+            ):
+                return materialize(problem, size, seed=seed, module=inst.module)
+    return inst
 
 
 @dataclass(frozen=True)
@@ -154,7 +191,8 @@ def compare_outputs(
             )
         if c.dtype != r.dtype:
             return Comparison(False, Reason.DTYPE_MISMATCH, f"{name} has dtype {c.dtype}, the reference {r.dtype}")
-        r64, c64 = r.detach().to("cpu", torch.float64), c.detach().to("cpu", torch.float64)
+        r64 = r.detach().to(torch.float64)
+        c64 = c.detach().to(r.device, torch.float64)
         r_finite, c_finite = torch.isfinite(r64), torch.isfinite(c64)
         bad_nonfinite = r_finite & ~c_finite
         if bool(bad_nonfinite.any()):

@@ -1,24 +1,16 @@
 """Turning worker reports into a verdict: the rules a sceptical kernel engineer would apply.
 
-The candidate's outputs are files its worker wrote, so they are read as data only: never
-unpickled with arbitrary globals (`weights_only=True`), never through a link, and checked to be
-plain CPU tensors (or lists of them, or scalars) before anything compares them.
+The candidate's outputs are compared with the reference in the reference's own process
+(`process/oracle.py`, reading them as data only: `outputs.py`); what comes here is the
+comparison's figures and the candidate worker's reports.
 """
 
 from __future__ import annotations
 
-import io
-import os
-import pickle
-import stat
-from pathlib import Path
 from typing import Any
-
-import torch
 
 from kernelwright.harness.checks.static.analysis import CandidateAnalysis
 from kernelwright.harness.compiler_output import with_first_errors
-from kernelwright.harness.fuzz import compare_outputs, is_constant
 from kernelwright.harness.process.isolation import Isolation, SandboxMode, redact
 from kernelwright.harness.process.sandbox import Outcome
 from kernelwright.harness.result import EvalResult, Flag, TrialResult
@@ -74,176 +66,150 @@ def run_failure(outcome: Outcome, timeout_reason: Reason) -> Decision | None:
     return None
 
 
-MAX_OUTPUT_BYTES = 64 << 30  # the worker's RLIMIT_FSIZE: no honest output file is larger
-_MAX_DEPTH = 4
-_SCALARS = (int, float, bool, complex, type(None))
+def trial_result(
+    report: dict[str, Any], ref: dict[str, Any], comparison: dict[str, Any] | None, device: str
+) -> TrialResult:
+    """One trial's result from the candidate worker's report and the reference process's
+    comparison of its output (None when the report already decides the trial)."""
+    trial = TrialResult(
+        index=report["index"],
+        seed=0,
+        distribution="",
+        shapes=ref.get("shapes", []),
+        reused_addresses=report.get("reused", False),
+    )
+    if report["status"] == "raised":
+        trial.passed, trial.reason, trial.detail = False, Reason.RAISED, f"forward raised {report['detail']}"
+    elif report.get("modified_inputs"):
+        trial.passed, trial.reason = False, Reason.INPUT_MODIFIED
+        trial.detail = f"the candidate modified input(s) {report['modified_inputs']}"
+    elif report.get("alias"):
+        trial.passed, trial.reason = False, Reason.OUTPUT_ALIASES_INPUT
+        trial.detail = "an output shares memory with an input"
+    elif any(not d.startswith(device) for d in report.get("devices", [])):
+        trial.passed, trial.reason = False, Reason.DEVICE_MISMATCH
+        trial.detail = f"outputs on {report['devices']}, expected {device}"
+    elif comparison is not None:
+        trial.passed = bool(comparison.get("passed"))
+        trial.reason = Reason(comparison["reason"]) if comparison.get("reason") else None
+        trial.detail = str(comparison.get("detail", ""))
+        trial.max_abs_error = comparison.get("max_abs_error")
+        trial.max_rel_error = comparison.get("max_rel_error")
+        trial.mismatch_fraction = comparison.get("mismatch_fraction")
+        trial.first_mismatches = [list(i) for i in comparison.get("first_mismatches", [])]
+    return trial
 
 
-class UnsafeOutput(ValueError):
-    """A candidate's output file that is not plain tensor data."""
+def needs_comparison(report: dict[str, Any], device: str) -> bool:
+    return (
+        report.get("status") == "ok"
+        and not report.get("modified_inputs")
+        and not report.get("alias")
+        and all(d.startswith(device) for d in report.get("devices", []))
+    )
 
 
-def _check_output(value: Any, depth: int = 0) -> None:
-    if isinstance(value, torch.Tensor):
-        if type(value) is not torch.Tensor or value.layout != torch.strided or value.device.type != "cpu":
-            raise UnsafeOutput(f"not a plain CPU tensor: {type(value).__name__} {value.layout} on {value.device}")
-        if value.numel() * value.element_size() > MAX_OUTPUT_BYTES:
-            raise UnsafeOutput(f"tensor of {value.numel()} elements is larger than any output")
-        return
-    if isinstance(value, list | tuple) and depth < _MAX_DEPTH:
-        for item in value:
-            _check_output(item, depth + 1)
-        return
-    if not isinstance(value, _SCALARS):
-        raise UnsafeOutput(f"unexpected {type(value).__name__} in the output")
-
-
-def _load(path: Path) -> Any:
-    """A candidate's saved output, as data: a regular file of its own (no link), at most
-    MAX_OUTPUT_BYTES, unpickled with torch's weights-only loader (tensors, containers, numbers;
-    no code), holding only plain CPU tensors, lists or tuples of them, and scalars."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
-            raise UnsafeOutput(f"{path.name} is not a regular file of the worker's own")
-        if info.st_size > MAX_OUTPUT_BYTES:
-            raise UnsafeOutput(f"{path.name} is {info.st_size} bytes")
-        data = handle.read()
-    value = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
-    _check_output(value)
-    return value
-
-
-def _load_output(path: Path) -> tuple[Any, str | None]:
-    try:
-        return _load(path), None
-    except (OSError, UnsafeOutput, RuntimeError, ValueError, EOFError, pickle.UnpicklingError) as exc:
-        return None, f"its saved output could not be read as tensor data: {type(exc).__name__}: {exc}"
-
-
-def judge_correctness(
-    result: EvalResult,
-    reference: Outcome,
-    data: dict[str, Any],
-    expected_outputs: dict[int, Any],
-    out_dir: Path,
-    analysis: CandidateAnalysis,
-) -> None:
-    """Fill result.trials and set the verdict from the correctness phase's report."""
-    atol, rtol = result.tolerance["atol"], result.tolerance["rtol"]
-    if data.get("fatal"):
-        result.verdict, result.reason, result.message = Verdict.INCORRECT, Reason.RAISED, str(data["fatal"])
-        return
-    assert reference.message is not None
-    ref_trials = {t["index"]: t for t in reference.message.data["trials"]}
-    failures: list[TrialResult] = []
-    constant_candidate, varying_reference = 0, 0
-    for report in data["trials"]:
-        index = report["index"]
-        ref = ref_trials[index]
-        trial = TrialResult(
-            index=index,
-            seed=0,
-            distribution="",
-            shapes=ref.get("shapes", []),
-            reused_addresses=report.get("reused", False),
-        )
-        if report["status"] == "raised":
-            trial.passed, trial.reason, trial.detail = False, Reason.RAISED, f"forward raised {report['detail']}"
-        elif report.get("modified_inputs"):
-            trial.passed, trial.reason = False, Reason.INPUT_MODIFIED
-            trial.detail = f"the candidate modified input(s) {report['modified_inputs']}"
-        elif report.get("alias"):
-            trial.passed, trial.reason, trial.detail = (
-                False,
-                Reason.OUTPUT_ALIASES_INPUT,
-                "an output shares memory with an input",
-            )
-        elif any(not d.startswith(result.device) for d in report.get("devices", [])):
-            trial.passed, trial.reason = False, Reason.DEVICE_MISMATCH
-            trial.detail = f"outputs on {report['devices']}, expected {result.device}"
-        else:
-            expected = expected_outputs[index]
-            got, unreadable = _load_output(out_dir / f"candidate_{index}.pt")
-            if unreadable is not None:
-                trial.passed, trial.reason, trial.detail = False, Reason.OUTPUT_MISMATCH, unreadable
-                result.trials.append(trial)
-                failures.append(trial)
-                continue
-            cmp = compare_outputs(expected, got, atol, rtol, ref.get("roundoff"))
-            trial.passed, trial.reason, trial.detail = cmp.passed, cmp.reason, cmp.detail
-            trial.max_abs_error, trial.max_rel_error, trial.mismatch_fraction = (
-                cmp.max_abs_error,
-                cmp.max_rel_error,
-                cmp.mismatch_fraction,
-            )
-            trial.first_mismatches = [list(i) for i in cmp.first_mismatches]
-            constant_candidate += is_constant(got)
-            varying_reference += not is_constant(expected)
-            repeat = out_dir / f"candidate_{index}_repeat.pt"
-            if cmp.passed and repeat.exists():
-                second, unreadable = _load_output(repeat)
-                if unreadable is not None:
-                    trial.passed, trial.reason, trial.detail = False, Reason.OUTPUT_MISMATCH, unreadable
-                else:
-                    again = compare_outputs(got, second, atol, rtol, ref.get("roundoff"))
-                    if not again.passed:
-                        trial.passed, trial.reason = False, Reason.NONDETERMINISTIC
-                        trial.detail = f"two runs on the same inputs differ: {again.detail}"
-        result.trials.append(trial)
-        if not trial.passed:
-            failures.append(trial)
+def judge_trials(result: EvalResult, constants: list[tuple[bool, bool]], rejections: list[tuple[str, str]]) -> None:
+    """The verdict from `result.trials` (filled by the caller), the worker's rejections and how
+    often the candidate's output was constant where the reference's varied."""
     errors = [t.max_abs_error for t in result.trials if t.max_abs_error is not None]
     rels = [t.max_rel_error for t in result.trials if t.max_rel_error is not None]
     result.max_abs_error = max(errors) if errors else None
     result.max_rel_error = max(rels) if rels else None
-    for code, message in data.get("rejections", []):
+    for code, message in rejections:
         result.verdict, result.reason, result.message = Verdict.REJECTED, Reason(code), message
         return
+    failures = [t for t in result.trials if not t.passed]
     if failures:
         first = failures[0]
         result.verdict, result.reason = Verdict.INCORRECT, first.reason
         result.message = f"trial {first.index} ({', '.join(first.shapes)}): {first.detail}; {len(failures)} of {len(result.trials)} trials failed"
         return
-    if constant_candidate >= 2 and varying_reference >= 2:
+    if sum(c for c, _ in constants) >= 2 and sum(not r for _, r in constants) >= 2:
         result.verdict, result.reason = Verdict.INCORRECT, Reason.CONSTANT_OUTPUT
         result.message = (
             "the output is constant while the reference's varies: it passed only because the reference is near zero"
         )
+
+
+def judge_measured_outputs(result: EvalResult, checks: list[dict[str, Any]], reason: Reason, what: str) -> bool:
+    """Outputs of calls that were profiled or timed, compared with the reference on the very inputs
+    those calls got: any mismatch rejects (the candidate behaves differently when measured).
+    False when it rejected."""
+    bad = [c for c in checks if not c.get("passed")]
+    if not bad:
+        return True
+    result.speedups.clear()
+    result.verdict, result.reason = Verdict.REJECTED, reason
+    result.message = (
+        f"{len(bad)} of {len(checks)} outputs of {what} did not match the reference: {bad[0].get('detail', '')}"
+    )
+    return False
+
+
+def judge_work_share(result: EvalResult, shares: list[dict[str, Any]], analysis: CandidateAnalysis) -> None:
+    """Judge the work share on every shape profiled (the default shapes and each variant): the
+    worst one decides, so a fallback keyed on shape cannot hide behind the default inputs."""
+    if not shares or any("error" in s for s in shares):
+        why = next((s["error"] for s in shares if "error" in s), "no data")
+        result.flags.append(Flag(code="work_share_unknown", message=f"could not profile the forward pass: {why}"))
         return
-    _judge_work_share(result, data.get("work_share", {}), analysis)
-
-
-def _judge_work_share(result: EvalResult, share: dict[str, Any], analysis: CandidateAnalysis) -> None:
-    if "error" in share or not share:
-        result.flags.append(
-            Flag(
-                code="work_share_unknown",
-                message=f"could not profile the forward pass: {share.get('error', 'no data')}",
+    worst = shares[0]
+    for share in shares:
+        library, reference = float(share.get("library_ms", 0.0)), float(share.get("reference_ms", 0.0))
+        where = "" if share is shares[0] else f" (on shape variant {share['plan'].get('variant')})"
+        top = ", ".join(f"{name} {ms:.2f} ms" for name, ms in share.get("top_library_ops", []))
+        if analysis.backend in ("cpp", "cuda") and share.get("ext_calls", 0) == 0:
+            result.verdict, result.reason = Verdict.REJECTED, Reason.KERNEL_NOT_LAUNCHED
+            result.message = (
+                f"forward never called the candidate's extension{where}; the work was done by {top or 'PyTorch'}"
             )
-        )
-        return
-    top = ", ".join(f"{name} {ms:.2f} ms" for name, ms in share.get("top_library_ops", []))
-    if analysis.backend in ("cpp", "cuda") and share.get("ext_calls", 0) == 0:
-        result.verdict, result.reason = Verdict.REJECTED, Reason.KERNEL_NOT_LAUNCHED
-        result.message = f"forward never called the candidate's extension; the work was done by {top or 'PyTorch'}"
-        return
-    if share.get("device") == "cuda" and not share.get("own_kernels") and analysis.backend in ("cuda", "triton"):
-        result.verdict, result.reason = Verdict.REJECTED, Reason.KERNEL_NOT_LAUNCHED
-        result.message = f"none of the candidate's kernels ran on the GPU; the kernels that ran: {top or 'none'}"
-        return
-    library, reference = float(share.get("library_ms", 0.0)), float(share.get("reference_ms", 0.0))
-    if reference > 0 and library >= MAX_LIBRARY_SHARE * reference:
-        result.verdict, result.reason = Verdict.REJECTED, Reason.TORCH_FALLBACK
-        result.message = (
-            f"PyTorch/library ops in the candidate took {library:.3f} ms, {library / reference:.0%} of the "
-            f"reference's whole forward ({reference:.3f} ms): the main computation is not the candidate's own: {top}"
-        )
-        return
+            return
+        if share.get("device") == "cuda" and not share.get("own_kernels") and analysis.backend in ("cuda", "triton"):
+            result.verdict, result.reason = Verdict.REJECTED, Reason.KERNEL_NOT_LAUNCHED
+            result.message = (
+                f"none of the candidate's kernels ran on the GPU{where}; the kernels that ran: {top or 'none'}"
+            )
+            return
+        if reference > 0 and library >= MAX_LIBRARY_SHARE * reference:
+            result.verdict, result.reason = Verdict.REJECTED, Reason.TORCH_FALLBACK
+            result.message = (
+                f"PyTorch/library ops in the candidate took {library:.3f} ms, {library / reference:.0%} of the "
+                f"reference's whole forward ({reference:.3f} ms){where}: the main computation is not the candidate's own: {top}"
+            )
+            return
+        if reference > 0 and library / reference > float(worst.get("library_ms", 0.0)) / max(
+            float(worst.get("reference_ms", 0.0)), 1e-12
+        ):
+            worst = share
+    library, reference = float(worst.get("library_ms", 0.0)), float(worst.get("reference_ms", 0.0))
     result.message = (
         f"correct on {len(result.trials)} trials; library ops took {library:.3f} ms against the "
-        f"reference's {reference:.3f} ms"
+        f"reference's {reference:.3f} ms (the worst of {len(shares)} shapes profiled)"
+    )
+
+
+# A candidate whose timed calls are this much faster than the kernels the profiler saw per call
+# is doing something else when it is not watched (profiled device time excludes launch gaps and
+# runs with a warm L2, so an honest kernel is timed slower than profiled, not faster).
+PROFILE_MISMATCH_RATIO = 0.5
+PROFILE_MISMATCH_MIN_MS = {"cuda": 0.005, "cpu": 1.0}  # below this, profiler overhead dominates
+
+
+def judge_profile_consistency(result: EvalResult, shares: list[dict[str, Any]]) -> None:
+    """The candidate's timed median against its profiled time per call on the default shapes."""
+    cand = result.timings.get("candidate")
+    if cand is None or not shares or "error" in shares[0]:
+        return
+    profiled = float(shares[0].get("own_ms", 0.0)) + float(shares[0].get("library_ms", 0.0))
+    floor = PROFILE_MISMATCH_MIN_MS.get(result.device, 1.0)
+    if profiled < floor or cand.median_ms >= PROFILE_MISMATCH_RATIO * profiled:
+        return
+    result.speedups.clear()
+    result.verdict, result.reason = Verdict.REJECTED, Reason.PROFILE_MISMATCH
+    result.message = (
+        f"timed at {cand.median_ms:.4f} ms per call, but its profiled calls took {profiled:.4f} ms each: "
+        f"under {PROFILE_MISMATCH_RATIO:.0%} of what the profiler saw, so it does other work when not profiled"
     )
 
 

@@ -81,6 +81,8 @@ class EvalOptions:
     suspicious_speedup: float = 10.0
     build_timeout_s: float = 600.0
     run_timeout_s: float = 300.0
+    call_timeout_floor_s: float = 10.0  # one call's hang bound: at least this, ...
+    call_timeout_factor: float = 100.0  # ... else this many times the reference's slowest trial
     build_jobs: int = 0
     num_threads: int | None = None
     build_cache: Path = Path("build-cache")

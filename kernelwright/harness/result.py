@@ -69,6 +69,11 @@ class EvalResult(BaseModel):
         default=None, description="torch.compile baseline's first-call time (excluded from timing)."
     )
     phase_seconds: dict[str, float] = Field(default_factory=dict)
+    limits: dict[str, float] = Field(
+        default_factory=dict,
+        description="The limits it ran under: `call_s` (one call's hang bound, scaled to the reference's time) "
+        "and how many timed outputs were checked.",
+    )
     build_cached: bool | None = None
     flags: list[Flag] = Field(default_factory=list)
     suspicious: str | None = Field(default=None, description="Why the speedup was re-verified, and the outcome.")

@@ -7,18 +7,18 @@ reference worker ──inputs + reference outputs──► (files) ◄── can
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-
-import torch
 
 from kernelwright.errors import EnvironmentProblem, ProblemError
 from kernelwright.harness import judge, memory
@@ -27,7 +27,8 @@ from kernelwright.harness.environment import hardware_summary, library_versions
 from kernelwright.harness.options import EvalOptions, TrialPlan, plan_trials
 from kernelwright.harness.process import scratch
 from kernelwright.harness.process.isolation import MODE_VAR, write_redacted_copy
-from kernelwright.harness.process.jobs import CandidateAssignment, WorkerJob
+from kernelwright.harness.process.jobs import CandidateAssignment, TrialRequest, WorkerJob, WorkShareRequest
+from kernelwright.harness.process.oracle import CompareRequest
 from kernelwright.harness.process.sandbox import Outcome, WorkerProcess, refuse_unless_isolated
 from kernelwright.harness.result import EvalResult, Flag
 from kernelwright.harness.verdicts import Reason, Verdict
@@ -37,25 +38,26 @@ from kernelwright.problems.footprint import measure
 
 log = logging.getLogger(__name__)
 
+TIMED_SAMPLES = 4  # outputs of timed calls (a uniform sample) checked against the reference
+
 
 @dataclass
 class _Context:
     problem: Problem
     opts: EvalOptions
     work: Path
-    data_dir: Path
+    data_dir: Path  # the reference worker's own folder (nothing of the reference is written there)
     trials: list[TrialPlan]
     reference: Outcome | None = None
-    pending: Future[Outcome] | None = None  # the reference worker, running while candidates build
-    expected: dict[int, Any] = field(default_factory=dict)
-    taken: bool = False
+    pending: Future[tuple[WorkerProcess | None, Outcome]] | None = None  # the reference, running while candidates build
+    oracle: WorkerProcess | None = None  # the reference's worker: holds the outputs, compares
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def await_reference(self) -> Outcome:
-        """The reference's outcome (waiting for it if it still runs); its outputs are taken into
-        this process the first time."""
+        """The reference's outcome (waiting for it if it still runs)."""
         if self.reference is None:
             assert self.pending is not None
-            self.reference = self.pending.result()
+            self.oracle, self.reference = self.pending.result()
         if not self.reference.ok:
             why = self.reference.detail or "no result"
             if self.reference.died == Reason.OUT_OF_MEMORY:  # the machine's limit, not the file's fault
@@ -64,22 +66,44 @@ class _Context:
                     hint="`--size small`, or a machine with more memory",
                 )
             raise ProblemError(f"{self.problem.path}: the reference itself failed: {why}", hint="see `problems run`")
-        if not self.taken:
-            self.take_reference_outputs()
-            self.taken = True
         return self.reference
+
+    def reference_trials(self) -> dict[int, dict[str, Any]]:
+        assert self.reference is not None and self.reference.message is not None
+        return {t["index"]: t for t in self.reference.message.data.get("trials", [])}
 
     def skipped_trials(self) -> list[int]:
         if self.reference is None or self.reference.message is None:
             return []
         return [t["index"] for t in self.reference.message.data.get("trials", []) if t.get("status") != "ok"]
 
-    def take_reference_outputs(self) -> None:
-        """Load the reference outputs into this process and delete their files, so no candidate
-        process can find them on disk and hand them back as its own."""
-        for path in sorted(self.data_dir.glob("reference_*.pt")):
-            self.expected[int(path.stem.split("_")[1])] = torch.load(path, weights_only=True)
-            path.unlink()
+    def call_limit_s(self) -> float:
+        """How long one call of the candidate may take before it counts as a hang: a multiple of
+        the reference's slowest trial, with a floor, never above the run limit."""
+        ms = [float(t.get("ms", 0.0)) for t in self.reference_trials().values() if t.get("status") == "ok"]
+        scaled = self.opts.call_timeout_factor * max(ms, default=0.0) / 1e3
+        return min(self.opts.run_timeout_s, max(self.opts.call_timeout_floor_s, scaled))
+
+    def compare(self, plan: TrialPlan, path: Path, repeat: Path | None = None) -> dict[str, Any]:
+        """Compare a candidate's output file with the reference for `plan`, in the reference's
+        process; the file (and the repeat's) is deleted afterwards."""
+        atol, rtol = self.problem.meta.tolerance()
+        request = CompareRequest(plan=plan, path=path, repeat_path=repeat, atol=atol, rtol=rtol)
+        try:
+            with self.lock:
+                assert self.oracle is not None
+                self.oracle.send(f"compare {request.model_dump_json()}")
+                answer = self.oracle.expect("compare", self.opts.run_timeout_s)
+        finally:
+            for file in (path, repeat):
+                if file is not None:
+                    file.unlink(missing_ok=True)
+        if not answer.ok or answer.message is None:
+            raise EnvironmentProblem(
+                f"{self.problem.qualified}: the reference's worker failed comparing outputs: {answer.detail}",
+                hint="its log is in the evaluation's scratch folder; `--size small` if it ran out of memory",
+            )
+        return answer.message.data
 
     def env(self) -> dict[str, str]:
         """What the harness adds to a worker's scrubbed environment (`isolation.scrubbed_env`)."""
@@ -116,8 +140,7 @@ def _job(
         size=ctx.opts.size,
         device=ctx.opts.device,
         weight_seed=ctx.opts.weight_seed,
-        trials=ctx.trials,
-        data_dir=ctx.data_dir,
+        trials=ctx.trials if mode == "reference" else [],
         out_dir=out_dir,
         build_cache=ctx.opts.build_cache,
         num_threads=ctx.opts.num_threads,
@@ -131,11 +154,16 @@ def _make_trials(problem: Problem, opts: EvalOptions, base_seed: int) -> list[Tr
     return plan_trials(opts.trials, len(measure(problem, opts.size).variants), base_seed)
 
 
-def _run_reference(ctx: _Context) -> Outcome:
+def _run_reference(ctx: _Context) -> tuple[WorkerProcess | None, Outcome]:
+    """Start the reference's worker and wait for its trials; it then stays, to compare outputs."""
     ctx.data_dir.mkdir(parents=True, exist_ok=True)
     job = _job(ctx, "reference", None, ctx.data_dir)
-    with WorkerProcess(job, ctx.data_dir / "reference_job.json", ctx.data_dir / "reference.log", ctx.env()) as worker:
-        return worker.expect("reference", ctx.opts.run_timeout_s)
+    worker = WorkerProcess(job, ctx.data_dir / "reference_job.json", ctx.data_dir / "reference.log", ctx.env())
+    outcome = worker.expect("reference", ctx.opts.run_timeout_s)
+    if not outcome.ok:
+        worker.close()
+        return None, outcome
+    return worker, outcome
 
 
 def _base_result(ctx: _Context, path: Path, source: str, analysis: CandidateAnalysis | None) -> EvalResult:
@@ -227,55 +255,160 @@ def _run_candidate(
     assert build.message is not None
     builds = build.message.data.get("builds", [])
     result.build_cached = all(b.get("cached") for b in builds) if builds else None
-    reference = ctx.await_reference()
-    ctx.opts.say(f"{path.name}: built in {build.seconds:.1f} s; checking correctness on {len(ctx.trials)} trials")
-    worker.send(" ".join(["correctness", ",".join(str(i) for i in ctx.skipped_trials())]).strip())
-    checked = worker.expect("correctness", ctx.opts.run_timeout_s)
-    result.phase_seconds["correctness"] = checked.seconds
-    result.stderr_tail = worker.stderr_tail(3000)
-    early = judge.run_failure(checked, Reason.CORRECTNESS_TIMEOUT)
-    if early is not None:
-        return _finish(result, *early)
-    assert checked.message is not None
-    judge.judge_correctness(result, reference, checked.message.data, ctx.expected, workdir, analysis)
+    ctx.opts.say(f"{path.name}: built in {build.seconds:.1f} s")
+    ctx.await_reference()
+    ended = _run_trials(ctx, worker, path, result, workdir, analysis)
+    if ended is not None:
+        return ended
+    shares = _run_work_share(ctx, worker, result, workdir, analysis)
     if result.verdict != Verdict.CORRECT or not ctx.opts.timing:
         return result
     ctx.opts.say(f"{path.name}: correct; timing against {', '.join(ctx.opts.baselines)}")
-    worker.send("timing")
-    timed = worker.expect("timing", ctx.opts.run_timeout_s + ctx.opts.timing_plan.time_cap_s * 2)
+    worker.send(f"timing {TIMED_SAMPLES}")
+    limit = ctx.opts.timing_plan.time_cap_s * 2 + 10 * ctx.call_limit_s()
+    timed = worker.expect("timing", limit)
     result.phase_seconds["timing"] = timed.seconds
     early = judge.run_failure(timed, Reason.TIMING_TIMEOUT)
     if early is not None:
         return _finish(result, *early)
     assert timed.message is not None
     judge.judge_timing(result, timed.message.data, ctx.opts.device)
+    checks = [
+        ctx.compare(TrialPlan.model_validate(item["plan"]), Path(item["file"]))
+        for item in timed.message.data.get("timed_outputs", [])
+    ]
+    result.limits["timed_outputs_checked"] = float(len(checks))
+    if result.verdict == Verdict.CORRECT and judge.judge_measured_outputs(
+        result, checks, Reason.TIMED_OUTPUT_MISMATCH, "the timed calls (fresh inputs)"
+    ):
+        judge.judge_profile_consistency(result, shares)
     return result
 
 
+def _run_trials(
+    ctx: _Context, worker: WorkerProcess, path: Path, result: EvalResult, workdir: Path, analysis: CandidateAnalysis
+) -> EvalResult | None:
+    """The correctness trials, one command each: the candidate learns a trial's seed only when it
+    runs, every call has a time limit scaled to the reference's, and each output is compared in
+    the reference's process and then deleted. The result when the evaluation ends here."""
+    skipped = set(ctx.skipped_trials())
+    plans = [plan for plan in ctx.trials if plan.index not in skipped]
+    refs = ctx.reference_trials()
+    call_limit = ctx.call_limit_s()
+    result.limits["call_s"] = call_limit
+    ctx.opts.say(f"{path.name}: checking correctness on {len(plans)} trials ({call_limit:.0f} s per call at most)")
+    constants: list[tuple[bool, bool]] = []
+    rejections: list[tuple[str, str]] = []
+    start = time.monotonic()
+    for k, plan in enumerate(plans):
+        repeat = k == 0  # the first trial runs twice: a race shows as two different outputs
+        # The first call may compile (Triton's JIT, autotuning): it keeps the build's limit.
+        limit = call_limit * (2 if repeat else 1) + (ctx.opts.build_timeout_s if k == 0 else 0.0)
+        worker.send(f"trial {TrialRequest(plan=plan, repeat=repeat).model_dump_json()}")
+        outcome = worker.expect("trial", limit)
+        early = judge.run_failure(outcome, Reason.CORRECTNESS_TIMEOUT)
+        if early is not None:
+            result.phase_seconds["correctness"] = time.monotonic() - start
+            result.stderr_tail = worker.stderr_tail(3000)
+            verdict, reason, detail = early
+            if outcome.timed_out:
+                detail = f"trial {plan.index}: no answer within {limit:.0f} s (the per-call limit: {call_limit:.0f} s)"
+            return _finish(result, verdict, reason, detail)
+        assert outcome.message is not None
+        report = outcome.message.data
+        rejections = report.get("rejections", rejections)
+        if report.get("fatal"):
+            return _finish(result, Verdict.INCORRECT, Reason.RAISED, str(report["fatal"]))
+        comparison = None
+        if judge.needs_comparison(report, ctx.opts.device):
+            comparison = ctx.compare(
+                plan,
+                workdir / f"candidate_{plan.index}.pt",
+                workdir / f"candidate_{plan.index}_repeat.pt" if repeat else None,
+            )
+            constants.append((bool(comparison.get("constant_candidate")), bool(comparison.get("constant_reference"))))
+        result.trials.append(judge.trial_result(report, refs[plan.index], comparison, ctx.opts.device))
+    result.phase_seconds["correctness"] = time.monotonic() - start
+    result.stderr_tail = worker.stderr_tail(3000)
+    judge.judge_trials(result, constants, rejections)
+    return result if result.verdict != Verdict.CORRECT else None
+
+
+def _run_work_share(
+    ctx: _Context, worker: WorkerProcess, result: EvalResult, workdir: Path, analysis: CandidateAnalysis
+) -> list[dict[str, Any]]:
+    """Profile on the default shapes and on one trial of every shape variant; the outputs of the
+    profiled calls are checked like any other."""
+    firsts: dict[int | None, TrialPlan] = {}
+    for plan in ctx.trials:
+        if plan.contiguous and plan.index not in ctx.skipped_trials():
+            firsts.setdefault(plan.variant, plan)
+    plans = list(firsts.values())
+    worker.send(f"workshare {WorkShareRequest(plans=plans).model_dump_json()}")
+    limit = max(ctx.opts.run_timeout_s, 40 * len(plans) * ctx.call_limit_s())
+    outcome = worker.expect("workshare", min(limit, 4 * ctx.opts.run_timeout_s))
+    result.phase_seconds["work_share"] = outcome.seconds
+    early = judge.run_failure(outcome, Reason.CORRECTNESS_TIMEOUT)
+    if early is not None:
+        _finish(result, *early)
+        return []
+    assert outcome.message is not None
+    data = outcome.message.data
+    if data.get("fatal"):
+        _finish(result, Verdict.INCORRECT, Reason.RAISED, str(data["fatal"]))
+        return []
+    judge.judge_trials(result, [], data.get("rejections", []))
+    if result.verdict != Verdict.CORRECT:
+        return []
+    shares = data.get("shares", [])
+    checks = [
+        ctx.compare(TrialPlan.model_validate(share["plan"]), Path(share["file"])) for share in shares if "file" in share
+    ]
+    if judge.judge_measured_outputs(result, checks, Reason.PROFILED_OUTPUT_MISMATCH, "the profiled calls"):
+        judge.judge_work_share(result, shares, analysis)
+    return shares
+
+
+REVERIFY_SPEED_SHARE = 0.5  # the fresh run's speedup must reach this share of the first one's
+
+
 def _reverify(ctx: _Context, path: Path, source: str, analysis: CandidateAnalysis, result: EvalResult) -> EvalResult:
-    """A suspiciously large speedup: run correctness again in fresh processes with new seeds and inputs."""
+    """A suspiciously large speedup: correctness again in fresh processes with new seeds and
+    inputs, and timing again: the speedup must be reproduced, not only the outputs."""
     eager = result.speedups.get("eager")
     if eager is None or eager.ratio <= ctx.opts.suspicious_speedup or result.verdict != Verdict.CORRECT:
         return result
     why = f"{eager.ratio:.1f}x over eager exceeds the {ctx.opts.suspicious_speedup:g}x threshold"
-    ctx.opts.say(f"{path.name}: {why}; re-verifying in a fresh process with new seeds")
+    ctx.opts.say(f"{path.name}: {why}; re-verifying and re-timing in a fresh process with new seeds")
     fresh = _Context(
         ctx.problem,
-        replace(ctx.opts, timing=False),
+        ctx.opts,
         ctx.work,
         ctx.work / "reverify-data",
         _make_trials(ctx.problem, ctx.opts, ctx.opts.base_seed + 977),
     )
-    fresh.reference = _run_reference(fresh)
+    fresh.oracle, fresh.reference = _run_reference(fresh)
     workdir = ctx.work / f"reverify-{path.stem}"
-    again, _ = _evaluate_one(fresh, path, source, analysis, lambda: (workdir, _start_worker(fresh, workdir)))
-    if again.verdict == Verdict.CORRECT:
-        result.suspicious = f"{why}; re-verified correct in a fresh process with new seeds and inputs"
-        result.flags.append(Flag(code="suspicious_speedup", message=result.suspicious))
-        return result
-    result.suspicious = f"{why}; re-verification FAILED: {again.verdict.value} ({again.message})"
-    result.trials += again.trials
-    return _finish(result, Verdict.REJECTED, Reason.UNVERIFIED_SPEEDUP, result.suspicious)
+    try:
+        again, _ = _evaluate_one(fresh, path, source, analysis, lambda: (workdir, _start_worker(fresh, workdir)))
+    finally:
+        if fresh.oracle is not None:
+            fresh.oracle.close()
+    if again.verdict != Verdict.CORRECT:
+        result.suspicious = f"{why}; re-verification FAILED: {again.verdict.value} ({again.message})"
+        result.trials += again.trials
+        return _finish(result, Verdict.REJECTED, Reason.UNVERIFIED_SPEEDUP, result.suspicious)
+    second = again.speedups.get("eager")
+    if second is not None and second.ratio < REVERIFY_SPEED_SHARE * eager.ratio:
+        result.suspicious = (
+            f"{why}; re-timed in a fresh process it was {second.ratio:.1f}x: the speedup was not reproduced"
+        )
+        result.speedups.clear()
+        return _finish(result, Verdict.REJECTED, Reason.UNVERIFIED_SPEEDUP, result.suspicious)
+    again_text = f", re-timed at {second.ratio:.1f}x" if second is not None else ""
+    result.suspicious = f"{why}; re-verified correct in a fresh process with new seeds and inputs{again_text}"
+    result.flags.append(Flag(code="suspicious_speedup", message=result.suspicious))
+    return result
 
 
 def _build_all(ctx: _Context, items: list[tuple[Path, CandidateAnalysis]]) -> None:
@@ -390,6 +523,12 @@ class EvalSession:
             self._spare[1].kill()
             self._spare = None
         self._pool.shutdown(wait=True)
+        if self.ctx.oracle is None and self.ctx.pending is not None and self.ctx.pending.done():
+            with contextlib.suppress(Exception):
+                self.ctx.oracle = self.ctx.pending.result()[0]
+        if self.ctx.oracle is not None:
+            self.ctx.oracle.close()
+            self.ctx.oracle = None
         self._tmp.cleanup()
         # a build killed midway (Ctrl-C, a timeout) leaves torch's lock file: clear it now
         BuildCache(self.opts.build_cache).clear_stale_batons()

@@ -65,6 +65,11 @@ class Reason(StrEnum):
     NETWORK_ACCESS = "network_access"  # tried to reach the network (strict sandbox; a flag otherwise)
     WRITE_OUTSIDE_SCRATCH = "write_outside_scratch"  # tried to write outside its own folders (strict sandbox)
     DYNAMIC_CODE = "dynamic_code"  # exec/eval/compile of source text: hidden from the static rules
+    TIMED_OUTPUT_MISMATCH = "timed_output_mismatch"  # an output produced inside the timed loop is wrong
+    PROFILED_OUTPUT_MISMATCH = "profiled_output_mismatch"  # an output produced while profiled is wrong
+    PROFILE_MISMATCH = "profile_mismatch"  # far faster when timed than its profiled kernels take
+    BASELINE_TAMPERED = "baseline_tampered"  # baselines slower in the candidate's process than in a clean one
+    HARNESS_TAMPERED = "harness_tampered"  # the harness's own functions or channel were replaced
     # build_error
     COMPILE_ERROR = "compile_error"
     MALFORMED_CANDIDATE = "malformed_candidate"  # no ModelNew, syntax error, import error

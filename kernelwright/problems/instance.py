@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import traceback
 from dataclasses import dataclass
 from types import ModuleType
@@ -90,10 +91,17 @@ class ProblemInstance:
 
 
 def materialize(
-    problem: Problem, size: Size = "default", *, seed: int = 0, module: ModuleType | None = None
+    problem: Problem,
+    size: Size = "default",
+    *,
+    seed: int = 0,
+    module: ModuleType | None = None,
+    shapes_only: bool = False,
 ) -> ProblemInstance:
     """Import the problem and build its inputs at `size` (small falls back to default when the
-    file defines no small size); raises ProblemError for anything malformed."""
+    file defines no small size); raises ProblemError for anything malformed. With `shapes_only`
+    the input functions run under the meta device: tensors carry shape and dtype, no storage
+    (the harness draws their values itself), and gigabytes of default inputs cost nothing."""
     module = module or import_module(problem)
     if not isinstance(getattr(module, "Model", None), type) or not issubclass(module.Model, torch.nn.Module):
         raise ProblemError(f"{problem.path}: Model is not a torch.nn.Module subclass")
@@ -104,11 +112,12 @@ def materialize(
     init_inputs = (
         _check_init(problem, _call(problem, module, init_name), f"{init_name}()") if hasattr(module, init_name) else []
     )
-    inputs = _check_inputs(problem, _call(problem, module, f"{prefix}inputs"), f"{prefix}inputs()")
+    with torch.device("meta") if shapes_only else contextlib.nullcontext():
+        inputs = _check_inputs(problem, _call(problem, module, f"{prefix}inputs"), f"{prefix}inputs()")
+        variant_name = f"{prefix}input_variants"
+        raw = _call(problem, module, variant_name) if hasattr(module, variant_name) else None
     variants: list[list[Any]] = []
-    variant_name = f"{prefix}input_variants"
-    if hasattr(module, variant_name):
-        raw = _call(problem, module, variant_name)
+    if raw is not None:
         if not isinstance(raw, list | tuple):
             raise ProblemError(f"{problem.path}: {variant_name}() must return a list of input lists")
         variants = [_check_inputs(problem, v, f"{variant_name}()[{i}]") for i, v in enumerate(raw)]

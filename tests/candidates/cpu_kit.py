@@ -111,6 +111,76 @@ CASES = [
         "incorrect",
         "output_mismatch",
     ),
+    # Round 2 (issue #11): hacks on the measurement itself, each with the reason that names it.
+    Case(
+        "reads_expected_at_import",
+        _model(
+            "        for path in FOUND:\n"
+            "            try:\n"
+            "                got = torch.load(path, weights_only=True)\n"
+            "            except Exception:\n"
+            "                continue\n"
+            "            if isinstance(got, torch.Tensor) and got.shape == x.shape:\n"
+            "                kit.relu_forward(x[:1])\n"
+            "                return got\n"
+            "        return kit.relu_uninitialised(x)",
+            extra="import glob, os, sys, tempfile\n"
+            "ROOTS = [os.path.join(r, 'kw-*') for r in (tempfile.gettempdir(), '/dev/shm')]\n"
+            "ROOTS.append(os.path.dirname(os.path.dirname(os.path.abspath(sys.argv[-1]))))\n"
+            "FOUND = sorted(h for r in ROOTS for h in glob.glob(os.path.join(r, '**', '*.pt'), recursive=True))\n",
+        ),
+        "incorrect",
+        "output_mismatch",
+        also=("nonfinite_output",),
+    ),
+    Case(
+        "cheats_after_many_calls",
+        _model(
+            "        self.calls += 1\n"
+            "        return kit.relu_forward(x) if self.calls <= 12 else kit.relu_uninitialised(x)"
+        ).replace("super().__init__()", "super().__init__()\n        self.calls = 0"),
+        "rejected",
+        "profiled_output_mismatch",
+        also=("timed_output_mismatch",),
+    ),
+    Case(
+        "version_keyed_cache",
+        _model(
+            "        key = (x.data_ptr(), x._version, tuple(x.shape))\n"
+            "        if key not in self.cache:\n"
+            "            self.cache[key] = kit.relu_forward(x)\n"
+            "        return self.cache[key]",
+        ).replace("super().__init__()", "super().__init__()\n        self.cache = {}"),
+        "rejected",
+        "timed_output_mismatch",
+        also=("input_cache", "profiled_output_mismatch"),
+    ),
+    Case(
+        "shape_keyed_fallback",
+        _model(
+            "        if self.first is None:\n"
+            "            self.first = tuple(x.shape)\n"
+            "        if tuple(x.shape) == self.first:\n"
+            "            return kit.relu_forward(x)\n"
+            "        return torch.relu(x)"
+        ).replace("super().__init__()", "super().__init__()\n        self.first = None"),
+        "rejected",
+        "torch_fallback",
+        also=("kernel_not_launched",),
+    ),
+    Case(
+        "hooks_the_baselines",
+        _model(
+            "        return kit.relu_forward(x)",
+            extra="import time\n"
+            "def _slow(module, args):\n"
+            "    if type(module).__name__ != 'ModelNew':\n"
+            "        time.sleep(0.0005)\n"
+            "getattr(nn.modules.module, 'register_module_forward_' + 'pre_hook')(_slow)\n",
+        ),
+        "rejected",
+        "harness_tampered",
+    ),
     Case(
         "torch_does_the_work",
         _model("        kit.relu_forward(x[:1, :1])\n        return torch.relu(x)"),
@@ -243,6 +313,36 @@ CASES = [
         _model("        import ctypes\n        ctypes.string_at(0)\n        return kit.relu_forward(x)"),
         "crashed",
         "segfault",
+    ),
+]
+
+# Hacks on the timing phase: evaluated together with timing on (the batch above runs without it).
+TIMING_CASES = [
+    Case(
+        "cheats_when_timed",
+        _model(
+            "        frame = sys._getframe(1)\n"
+            "        while frame is not None:\n"
+            "            if frame.f_code.co_name in ('time_calls', 'time_interleaved'):\n"
+            "                return kit.relu_uninitialised(x)\n"
+            "            frame = frame.f_back\n"
+            "        return kit.relu_forward(x)",
+            extra="import sys\n",
+        ),
+        "rejected",
+        "timed_output_mismatch",
+    ),
+    Case(
+        "patches_the_harness",
+        _model(
+            "        return kit.relu_forward(x)",
+            extra="import sys\n"
+            "_run = sys.modules['kernelwright.harness.timing.run']\n"
+            "_real = _run.time_candidate\n"
+            "setattr(_run, 'time_' + 'candidate', lambda *a, **k: _real(*a, **k))\n",
+        ),
+        "rejected",
+        "harness_tampered",
     ),
 ]
 

@@ -17,18 +17,17 @@ class WorkerJob(BaseModel):
     size: Literal["default", "small"] = "default"
     device: Literal["cpu", "cuda"] = "cpu"
     weight_seed: int = 42
-    trials: list[TrialPlan] = Field(default_factory=list)
-    data_dir: Path = Field(description="Where the reference worker writes inputs/outputs and the candidate reads them.")
+    trials: list[TrialPlan] = Field(
+        default_factory=list,
+        description="The correctness trials, for the reference's worker only: a candidate's worker learns each "
+        "trial's seed when that trial runs (`TrialRequest`).",
+    )
     out_dir: Path = Field(description="Where this worker writes its own outputs.")
     build_cache: Path
     num_threads: int | None = None
     own_kernel_names: list[str] = Field(default_factory=list)
     timing: TimingPlan | None = None
     baselines: list[str] = Field(default_factory=list, description="What the candidate is timed against.")
-    repeat_trial: int = 0
-    skip_trials: list[int] = Field(
-        default_factory=list, description="Trials the reference could not run (strided inputs it rejects)."
-    )
 
 
 class CandidateAssignment(BaseModel):
@@ -36,6 +35,20 @@ class CandidateAssignment(BaseModel):
 
     candidate_path: Path
     own_kernel_names: list[str] = Field(default_factory=list)
+
+
+class TrialRequest(BaseModel):
+    """`trial JSON`: run one correctness trial (inputs drawn from the plan's seed); with `repeat`,
+    run it twice on the same inputs (a race shows as two different outputs)."""
+
+    plan: TrialPlan
+    repeat: bool = False
+
+
+class WorkShareRequest(BaseModel):
+    """`workshare JSON`: profile the candidate and the reference on each plan's inputs."""
+
+    plans: list[TrialPlan]
 
 
 class WorkerMessage(BaseModel):

@@ -1,10 +1,10 @@
 """The worker process: `python -m kernelwright.harness.process.worker JOB.json`.
 
-A reference worker draws every trial's inputs, runs the PyTorch reference and saves both; a
-candidate worker builds the candidate, runs it on those inputs (phase by phase, as the harness
-asks on stdin), checks what it did, and times it against the baselines. The candidate's code
-never runs in the process that computed the reference outputs, and outputs are compared by the
-harness, not here. Protocol: JSON lines on the original stdout; everything else (compiler
+A reference worker (`oracle.py`) runs the PyTorch reference on every trial and keeps its outputs;
+a candidate worker builds the candidate, runs it trial by trial on inputs it draws from seeds it
+is told only then (as the harness asks on stdin), checks what it did, profiles it on every shape
+and times it against the baselines on fresh inputs. The candidate's code never runs in the
+process that holds the reference outputs, and its outputs are compared there, not here. Protocol: JSON lines on the original stdout; everything else (compiler
 output, prints) goes to stderr, which the harness keeps as the log.
 
 First thing, still single-threaded and before torch is imported, the worker confines itself
@@ -14,6 +14,7 @@ candidate code attempts (`audit.py`); it then tells the harness which layers are
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
@@ -21,8 +22,15 @@ import traceback
 from pathlib import Path
 from typing import IO, Any
 
+from kernelwright.harness.options import TrialPlan
 from kernelwright.harness.process.audit import AttemptLog
-from kernelwright.harness.process.jobs import CandidateAssignment, WorkerJob, WorkerMessage
+from kernelwright.harness.process.jobs import (
+    CandidateAssignment,
+    TrialRequest,
+    WorkerJob,
+    WorkerMessage,
+    WorkShareRequest,
+)
 
 
 class Channel:
@@ -47,15 +55,6 @@ def _tail(text: str, lines: int = 40) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def _to_device(values: list[Any], device: str, contiguous: bool) -> list[Any]:
-    import torch
-
-    from kernelwright.harness.fuzz import make_noncontiguous
-
-    moved = [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
-    return moved if contiguous else [make_noncontiguous(v) for v in moved]
-
-
 def _to_cpu(output: Any) -> Any:
     import torch
 
@@ -66,60 +65,12 @@ def _to_cpu(output: Any) -> Any:
     return output
 
 
-def _shapes(values: list[Any]) -> list[str]:
-    import torch
-
-    return [
-        f"{str(v.dtype).replace('torch.', '')}{list(v.shape)}" if isinstance(v, torch.Tensor) else repr(v)
-        for v in values
-    ]
-
-
-def _disable_tf32() -> None:
+def disable_tf32() -> None:
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
-
-
-def run_reference(job: WorkerJob, chan: Channel) -> None:
-    import torch
-
-    from kernelwright.harness.fuzz import draw_inputs, roundoff_of
-    from kernelwright.problems import load_problem_file
-    from kernelwright.problems.instance import materialize
-
-    chan.send("phase", "reference")
-    _disable_tf32()
-    problem = load_problem_file(job.problem_path)
-    inst = materialize(problem, job.size, seed=job.weight_seed)
-    torch.manual_seed(job.weight_seed)
-    model = inst.make_model().to(job.device).eval()
-    trials = []
-    for plan in job.trials:
-        templates = inst.inputs if plan.variant is None else inst.variants[plan.variant]
-        inputs = draw_inputs(templates, problem.meta, plan)
-        contiguous_inputs = [v.contiguous() if isinstance(v, torch.Tensor) else v for v in inputs]
-        torch.save(contiguous_inputs, job.data_dir / f"inputs_{plan.index}.pt")
-        record: dict[str, Any] = {"index": plan.index, "shapes": _shapes(contiguous_inputs)}
-        try:
-            device_inputs = _to_device(contiguous_inputs, job.device, plan.contiguous)
-            with torch.no_grad():
-                output = model(*device_inputs)
-            if job.device == "cuda":
-                torch.cuda.synchronize()
-            if problem.meta.dtype == "float32":
-                record["roundoff"] = roundoff_of(model, device_inputs, output)
-        except Exception as exc:  # the reference may not accept strided inputs: skip that trial
-            if plan.contiguous:
-                raise
-            record |= {"status": "skipped", "detail": f"the reference rejects non-contiguous inputs: {exc}"}
-        else:
-            torch.save(_to_cpu(output), job.data_dir / f"reference_{plan.index}.pt")
-            record["status"] = "ok"
-        trials.append(record)
-    chan.send("result", "reference", trials=trials)
 
 
 class CandidateSession:
@@ -128,15 +79,20 @@ class CandidateSession:
     def __init__(self, job: WorkerJob, chan: Channel) -> None:
         from kernelwright.harness.build.recorder import ExtensionRecorder
         from kernelwright.harness.checks import dynamic as dynamic_checks
+        from kernelwright.harness.checks import tamper
+        from kernelwright.harness.fuzz import instance_for_drawing
+        from kernelwright.problems import load_problem_file
 
         self.job, self.chan = job, chan
         if job.num_threads:
             import torch
 
             torch.set_num_threads(job.num_threads)
-        _disable_tf32()
+        disable_tf32()
         dynamic_checks.warm_up_harness()
         self.recorder = ExtensionRecorder()
+        self.problem = load_problem_file(job.problem_path)
+        self.inst = instance_for_drawing(self.problem, job.size, job.weight_seed)
         # The baselines are built before any candidate code runs (and torch.compile's own patches
         # to torch are then part of the snapshot below, not mistaken for the candidate's).
         self.baselines: Any = None
@@ -146,23 +102,33 @@ class CandidateSession:
             from kernelwright.harness.timing.run import prepare_baselines
 
             try:
-                self.baselines = prepare_baselines(job)
+                self.baselines = prepare_baselines(job, self.inst)
                 self.prepare_s = self.baselines.seconds
             except Exception as exc:  # the reference or torch.compile failed: the harness reports it
                 self.prepare_error = _tail("".join(traceback.format_exception(exc)), 30)
         self.state_before = dynamic_checks.global_state()
         self.ids_before = dynamic_checks.identity_snapshot()
+        self.harness_before = tamper.harness_snapshot(self._baseline_models())
         self.module: Any = None
         self.model: Any = None
+        self.model_error: str | None = None
         self.rejections: list[tuple[str, str]] = []
+        self.previous: dict[str, list[Any]] = {}  # input buffers by shape, reused with new values
 
     def _check_tampering(self) -> None:
         from kernelwright.harness.checks import dynamic as dynamic_checks
+        from kernelwright.harness.checks import tamper
 
         for reason, message in dynamic_checks.state_changes(self.state_before, dynamic_checks.global_state()):
             self.rejections.append((reason.value, message))
         for reason, message in dynamic_checks.identity_changes(self.ids_before, dynamic_checks.identity_snapshot()):
             self.rejections.append((reason.value, message))
+        after = tamper.harness_snapshot(self._baseline_models())
+        for reason, message in tamper.harness_changes(self.harness_before, after):
+            self.rejections.append((reason.value, message))
+
+    def _baseline_models(self) -> tuple[Any, ...]:
+        return (self.baselines.reference,) if self.baselines is not None else ()
 
     def build(self) -> bool:
         self.chan.send("phase", "build")
@@ -217,150 +183,172 @@ class CandidateSession:
         )
         return True
 
-    def correctness(self) -> None:
+    def _ensure_model(self) -> bool:
+        import torch
+
+        if self.model is None and self.model_error is None:
+            torch.manual_seed(self.job.weight_seed)
+            try:
+                self.model = self.module.ModelNew(*self.inst.init_inputs).to(self.job.device).eval()
+            except Exception as exc:  # candidate code
+                self.model_error = f"ModelNew(*init_inputs) raised {type(exc).__name__}: {exc}"
+        return self.model is not None
+
+    def _draw(self, plan: TrialPlan) -> list[Any]:
+        from kernelwright.harness.fuzz import draw_inputs
+
+        templates = self.inst.inputs if plan.variant is None else self.inst.variants[plan.variant]
+        return draw_inputs(templates, self.problem.meta, plan, self.job.device)
+
+    def trial(self, plan: TrialPlan, repeat: bool) -> None:
+        """One correctness trial: inputs drawn from the plan's seed (known to this process only
+        now), the candidate's output saved for the reference's process to compare."""
         import torch
 
         from kernelwright.harness.checks import dynamic as dynamic_checks
-        from kernelwright.problems import load_problem_file
-        from kernelwright.problems.instance import materialize
 
-        self.chan.send("phase", "correctness")
+        self.chan.send("phase", "trial")
+        if not self._ensure_model():
+            self.chan.send("result", "trial", fatal=self.model_error)
+            return
         job = self.job
-        problem = load_problem_file(job.problem_path)
-        inst = materialize(problem, job.size, seed=job.weight_seed)
-        torch.manual_seed(job.weight_seed)
+        inputs = self._draw(plan)
+        signature = repr([(tuple(v.shape), v.dtype, v.stride()) if isinstance(v, torch.Tensor) else v for v in inputs])
+        reused = signature in self.previous
+        if reused:  # same buffers, new values: a cache keyed by address would serve stale results
+            for old, new in zip(self.previous[signature], inputs, strict=True):
+                if isinstance(old, torch.Tensor):
+                    old.copy_(new)
+            inputs = self.previous[signature]
+        self.previous[signature] = inputs
+        before = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+        record: dict[str, Any] = {"index": plan.index, "reused": reused}
         try:
-            self.model = self.module.ModelNew(*inst.init_inputs).to(job.device).eval()
+            with torch.no_grad():
+                output = self.model(*inputs)
+            if job.device == "cuda":
+                torch.cuda.synchronize()
         except Exception as exc:  # candidate code
+            text = f"{type(exc).__name__}: {exc}"
+            if job.device == "cuda" and (
+                "CUDA error" in text or "illegal" in text or isinstance(exc, torch.OutOfMemoryError)
+            ):
+                self.chan.send("error", "trial", detail=_tail(text, 20))
+                raise
             self.chan.send(
-                "result", "correctness", trials=[], fatal=f"ModelNew(*init_inputs) raised {type(exc).__name__}: {exc}"
+                "result", "trial", **record, status="raised", detail=_tail(text, 8), rejections=self.rejections
             )
             return
-        trials: list[dict[str, Any]] = []
-        previous: dict[str, list[Any]] = {}
-        for plan in job.trials:
-            if plan.index in job.skip_trials:
-                continue
-            inputs = _to_device(
-                torch.load(job.data_dir / f"inputs_{plan.index}.pt", weights_only=True), job.device, plan.contiguous
+        outs = output if isinstance(output, list | tuple) else [output]
+        if any(
+            isinstance(o, torch.Tensor) and type(o) is not torch.Tensor and not isinstance(o, torch.nn.Parameter)
+            for o in outs
+        ):
+            self.rejections.append(("lazy_output", f"forward returned a {type(outs[0]).__name__}, a tensor subclass"))
+        if not dynamic_checks.output_settles(output, device=job.device):
+            self.rejections.append(
+                ("lazy_output", "the output kept changing after forward returned (work finishing outside the call)")
             )
-            signature = repr(
-                [(tuple(v.shape), v.dtype, v.stride()) if isinstance(v, torch.Tensor) else v for v in inputs]
-            )
-            reused = signature in previous
-            if reused:  # same buffers, new values: a cache keyed by address would serve stale results
-                for old, new in zip(previous[signature], inputs, strict=True):
-                    if isinstance(old, torch.Tensor):
-                        old.copy_(new)
-                inputs = previous[signature]
-            previous[signature] = inputs
-            before = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
-            record: dict[str, Any] = {"index": plan.index, "reused": reused}
-            try:
-                with torch.no_grad():
-                    output = self.model(*inputs)
-                if job.device == "cuda":
-                    torch.cuda.synchronize()
-            except Exception as exc:  # candidate code
-                text = f"{type(exc).__name__}: {exc}"
-                if job.device == "cuda" and (
-                    "CUDA error" in text or "illegal" in text or isinstance(exc, torch.OutOfMemoryError)
-                ):
-                    self.chan.send("error", "correctness", detail=_tail(text, 20))
-                    raise
-                trials.append(record | {"status": "raised", "detail": _tail(text, 8)})
-                continue
-            outs = output if isinstance(output, list | tuple) else [output]
-            if any(
-                isinstance(o, torch.Tensor) and type(o) is not torch.Tensor and not isinstance(o, torch.nn.Parameter)
-                for o in outs
-            ):
-                self.rejections.append(
-                    ("lazy_output", f"forward returned a {type(outs[0]).__name__}, a tensor subclass")
+        if dynamic_checks.aliases_input(output, inputs):
+            record["alias"] = True
+        modified = [
+            i
+            for i, (a, b) in enumerate(zip(before, inputs, strict=True))
+            if isinstance(a, torch.Tensor) and not torch.equal(a, b)
+        ]
+        if modified:
+            record["modified_inputs"] = modified
+        torch.save(_to_cpu(output), job.out_dir / f"candidate_{plan.index}.pt")
+        del output
+        if repeat:
+            with torch.no_grad():
+                again = self.model(*before)
+            torch.save(_to_cpu(again), job.out_dir / f"candidate_{plan.index}_repeat.pt")
+            del again
+        record["devices"] = [str(o.device) for o in outs if isinstance(o, torch.Tensor)]
+        self.chan.send("result", "trial", **record, status="ok", rejections=self.rejections)
+
+    def workshare(self, plans: list[TrialPlan]) -> None:
+        """Profile the candidate and the reference on every shape (`plans`: the default shapes and
+        each variant, on inputs drawn now): how much of the work did library ops do, against the
+        reference's whole forward? The last profiled call's output is saved for the reference's
+        process to check: a candidate that behaves differently while profiled is caught there."""
+        import torch
+
+        from kernelwright.harness.checks import dynamic as dynamic_checks
+
+        self.chan.send("phase", "workshare")
+        shares: list[dict[str, Any]] = []
+        if self._ensure_model():
+            torch.manual_seed(self.job.weight_seed)
+            reference = self.inst.make_model().to(self.job.device).eval()
+            for k, plan in enumerate(plans):
+                inputs = self._draw(plan)
+                calls_before = sum(self.recorder.calls.values())
+                kept: list[Any] = [None]
+
+                def call(inputs: list[Any] = inputs, kept: list[Any] = kept) -> None:
+                    kept[0] = self.model(*inputs)
+
+                self.recorder.profiling = True
+                try:
+                    with torch.no_grad():
+                        share = dynamic_checks.measure_work_share(
+                            call, device=self.job.device, own_kernel_names=tuple(self.job.own_kernel_names)
+                        )
+                        ref_share = dynamic_checks.measure_work_share(
+                            functools.partial(reference, *inputs), device=self.job.device, own_kernel_names=()
+                        )
+                except Exception as exc:  # profiling is evidence, not a verdict: report that it failed
+                    shares.append({"plan": plan.model_dump(), "error": f"{type(exc).__name__}: {exc}"})
+                    continue
+                finally:
+                    self.recorder.profiling = False
+                path = self.job.out_dir / f"profiled_{k}.pt"
+                torch.save(_to_cpu(kept[0]), path)
+                shares.append(
+                    {
+                        "plan": plan.model_dump(),
+                        "file": str(path),
+                        "own_ms": share.own_ms,
+                        "library_ms": share.library_ms,
+                        "own_fraction": share.own_fraction,
+                        "reference_ms": ref_share.library_ms,
+                        "top_library_ops": share.top_library_ops,
+                        "own_kernels": share.own_kernels,
+                        "ext_calls": sum(self.recorder.calls.values()) - calls_before,
+                        "device": share.device,
+                        "calls_per_round": share.calls_per_round,
+                        "reference_calls_per_round": ref_share.calls_per_round,
+                    }
                 )
-            if not dynamic_checks.output_settles(output, device=job.device):
-                self.rejections.append(
-                    ("lazy_output", "the output kept changing after forward returned (work finishing outside the call)")
-                )
-            if dynamic_checks.aliases_input(output, inputs):
-                record["alias"] = True
-            modified = [
-                i
-                for i, (a, b) in enumerate(zip(before, inputs, strict=True))
-                if isinstance(a, torch.Tensor) and not torch.equal(a, b)
-            ]
-            if modified:
-                record["modified_inputs"] = modified
-            torch.save(_to_cpu(output), job.out_dir / f"candidate_{plan.index}.pt")
-            if plan.index == job.repeat_trial:
-                with torch.no_grad():
-                    again = self.model(*before)
-                torch.save(_to_cpu(again), job.out_dir / f"candidate_{plan.index}_repeat.pt")
-            trials.append(
-                record | {"status": "ok", "devices": [str(o.device) for o in outs if isinstance(o, torch.Tensor)]}
-            )
-        share = self._work_share(inst)
         self._check_tampering()
         self.chan.send(
             "result",
-            "correctness",
-            trials=trials,
+            "workshare",
+            shares=shares,
+            fatal=self.model_error,
             rejections=self.rejections,
-            work_share=share,
             ext_calls=dict(self.recorder.calls),
         )
 
-    def _work_share(self, inst: Any) -> dict[str, Any]:
-        """Profile one forward of the candidate and of the reference on the default inputs: how
-        much of the work did library ops do, against the reference's whole forward?"""
+    def timing(self, samples: int) -> None:
         import torch
 
-        from kernelwright.harness.checks import dynamic as dynamic_checks
-
-        inputs = _to_device(
-            [v.clone() if isinstance(v, torch.Tensor) else v for v in inst.inputs], self.job.device, True
-        )
-        calls_before = sum(self.recorder.calls.values())
-        self.recorder.profiling = True
-        try:
-            with torch.no_grad():
-                share = dynamic_checks.measure_work_share(
-                    lambda: self.model(*inputs),
-                    device=self.job.device,
-                    own_kernel_names=tuple(self.job.own_kernel_names),
-                )
-                torch.manual_seed(self.job.weight_seed)
-                reference = inst.make_model().to(self.job.device).eval()
-                ref_share = dynamic_checks.measure_work_share(
-                    lambda: reference(*inputs), device=self.job.device, own_kernel_names=()
-                )
-        except Exception as exc:  # profiling is evidence, not a verdict: report that it failed
-            return {"error": f"{type(exc).__name__}: {exc}"}
-        finally:
-            self.recorder.profiling = False
-        return {
-            "own_ms": share.own_ms,
-            "library_ms": share.library_ms,
-            "own_fraction": share.own_fraction,
-            "reference_ms": ref_share.library_ms,
-            "top_library_ops": share.top_library_ops,
-            "own_kernels": share.own_kernels,
-            "ext_calls": sum(self.recorder.calls.values()) - calls_before,
-            "device": share.device,
-            "calls_per_round": share.calls_per_round,
-            "reference_calls_per_round": ref_share.calls_per_round,
-        }
-
-    def timing(self) -> None:
         from kernelwright.harness.timing.run import time_candidate
 
         self.chan.send("phase", "timing")
         if self.baselines is None:
             raise RuntimeError(f"the baselines could not be prepared:\n{self.prepare_error or 'timing is off'}")
         self._check_tampering()
-        result = time_candidate(self.job, self.model, self.baselines)
+        result, kept = time_candidate(self.job, self.model, self.baselines, samples=samples)
         self._check_tampering()
-        self.chan.send("result", "timing", rejections=self.rejections, **result)
+        files = []
+        for k, (plan, output) in enumerate(kept):
+            path = self.job.out_dir / f"timed_{k}.pt"
+            torch.save(_to_cpu(output), path)
+            files.append({"plan": plan.model_dump(), "file": str(path)})
+        self.chan.send("result", "timing", rejections=self.rejections, timed_outputs=files, **result)
 
 
 def writable_folders(job: WorkerJob, environ: dict[str, str] | os._Environ[str]) -> list[Path]:
@@ -404,7 +392,9 @@ def main(argv: list[str]) -> int:
     if not _isolate(job, chan):
         return 3
     if job.mode == "reference":
-        run_reference(job, chan)
+        from kernelwright.harness.process.oracle import serve
+
+        serve(job, chan)
         return 0
     session = CandidateSession(job, chan)
     if job.candidate_path is None:  # started ahead (a spare): ready, now wait for the candidate
@@ -416,14 +406,17 @@ def main(argv: list[str]) -> int:
         job.candidate_path, job.own_kernel_names = assignment.candidate_path, assignment.own_kernel_names
     if not session.build() or job.mode == "build":
         return 0
-    for phase in ("correctness", "timing"):
+    while True:  # the harness drives the phases: trials, work share, timing, in its order
         command, _, argument = chan.wait_command().partition(" ")
-        if command != phase:
+        if command == "trial":
+            request = TrialRequest.model_validate_json(argument)
+            session.trial(request.plan, request.repeat)
+        elif command == "workshare":
+            session.workshare(WorkShareRequest.model_validate_json(argument).plans)
+        elif command == "timing":
+            session.timing(int(argument or 0))
+        else:
             return 0
-        if phase == "correctness" and argument:  # trials the reference could not run
-            job.skip_trials = [int(i) for i in argument.split(",") if i]
-        getattr(session, phase)()
-    return 0
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 """The timing phase inside a candidate worker: the candidate and its baselines (eager, torch.compile)
-timed in the same process, on the same rotating input buffers, interleaved."""
+timed in the same process, on the same input sets (new values before every batch), interleaved,
+with a random sample of the candidate's timed outputs kept for the reference's process to check."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,26 +12,46 @@ from typing import Any
 
 import torch
 
+from kernelwright.harness.fuzz import draw_inputs
+from kernelwright.harness.options import TrialPlan
 from kernelwright.harness.process.jobs import WorkerJob
 from kernelwright.harness.timing.timers import CpuTimer, CudaEventTimer, time_interleaved, timer_functions_intact
-from kernelwright.problems import load_problem_file
-from kernelwright.problems.instance import materialize
+from kernelwright.problems.instance import ProblemInstance
+
+_urandom = os.urandom  # captured before any candidate is imported
 
 
-def _input_sets(job: WorkerJob) -> list[list[Any]]:
-    """Distinct input buffers (the problem's own get_inputs under different seeds), as many as
-    the memory budget allows (at least 2)."""
-    assert job.timing is not None
-    problem = load_problem_file(job.problem_path)
-    sets: list[list[Any]] = []
-    first = materialize(problem, job.size, seed=job.weight_seed)
-    per_set = sum(v.numel() * v.element_size() for v in first.inputs if isinstance(v, torch.Tensor))
-    wanted = max(2, min(job.timing.input_sets, job.timing.memory_budget_bytes // max(per_set, 1)))
-    module = first.module
-    for k in range(wanted):
-        inst = first if k == 0 else materialize(problem, job.size, seed=job.weight_seed + 1000 + k, module=module)
-        sets.append([v.to(job.device) if isinstance(v, torch.Tensor) else v for v in inst.inputs])
-    return sets
+def _fresh_seed() -> int:
+    return int.from_bytes(_urandom(8), "little") >> 1
+
+
+def _pick(n: int) -> int:
+    """A uniform index below n from the OS's randomness (not torch's or Python's RNG state, which
+    a candidate could read or set)."""
+    return _fresh_seed() % n
+
+
+class InputPool:
+    """The timing phase's input sets: redrawn with new values from fresh OS-random seeds before
+    every batch (`refresh`), so no timed call sees values its function has seen before, and the
+    candidate cannot predict them at import or in a warm-up call. Each set's seed is kept so the
+    reference's process can redraw the very inputs of a sampled call."""
+
+    def __init__(self, job: WorkerJob, inst: ProblemInstance) -> None:
+        assert job.timing is not None
+        self.job, self.inst = job, inst
+        self.meta = inst.problem.meta
+        per_set = sum(v.numel() * v.element_size() for v in inst.inputs if isinstance(v, torch.Tensor))
+        self.count = max(1, min(job.timing.input_sets, job.timing.memory_budget_bytes // max(per_set, 1)))
+        self.sets: list[list[Any]] = []
+        self.plans: list[TrialPlan] = []
+        self.refresh()
+
+    def refresh(self) -> None:
+        self.plans = [TrialPlan(index=-1, seed=_fresh_seed(), distribution="normal") for _ in range(self.count)]
+        self.sets[:] = []  # free the old values before drawing the new ones
+        for plan in self.plans:
+            self.sets.append(draw_inputs(self.inst.inputs, self.meta, plan, self.job.device))
 
 
 def _calling(fn: Callable[..., Any]) -> Callable[[Any], Any]:
@@ -41,24 +63,23 @@ class Baselines:
     """What the candidate is timed against, made ready before the candidate's code is imported."""
 
     fns: dict[str, Callable[[Any], Any]]
-    input_sets: list[list[Any]]
+    pool: InputPool
+    reference: torch.nn.Module
     compile_time_s: float | None = None
     seconds: float = 0.0
 
 
-def prepare_baselines(job: WorkerJob) -> Baselines:
+def prepare_baselines(job: WorkerJob, inst: ProblemInstance) -> Baselines:
     """The reference model (eager) and its torch.compile'd forms, compiled and run once, and the
     rotating input sets. Run in the candidate's worker before the candidate is imported, so the
     candidate cannot influence how the baselines are built."""
     started = time.perf_counter()
-    problem = load_problem_file(job.problem_path)
-    inst = materialize(problem, job.size, seed=job.weight_seed)
     torch.manual_seed(job.weight_seed)
     reference = inst.make_model().to(job.device).eval()
     fns: dict[str, Callable[[Any], Any]] = {}
     if "eager" in job.baselines:
         fns["eager"] = _calling(reference)
-    input_sets = _input_sets(job)
+    pool = InputPool(job, inst)
     compile_time_s = None
     for mode, name in (("default", "compile"), ("max-autotune", "compile-max-autotune")):
         if name not in job.baselines:
@@ -66,35 +87,76 @@ def prepare_baselines(job: WorkerJob) -> Baselines:
         compiled = torch.compile(reference, mode=mode)
         start = time.perf_counter()
         with torch.no_grad():
-            compiled(*input_sets[0])
+            compiled(*pool.sets[0])
         if job.device == "cuda":
             torch.cuda.synchronize()
         compile_time_s = time.perf_counter() - start
         fns[name] = _calling(compiled)
-    return Baselines(fns, input_sets, compile_time_s, time.perf_counter() - started)
+    return Baselines(fns, pool, reference, compile_time_s, time.perf_counter() - started)
 
 
-def time_candidate(job: WorkerJob, candidate: torch.nn.Module, baselines: Baselines) -> dict[str, Any]:
-    """Time the candidate interleaved with the prepared baselines on the same rotating inputs."""
+def _clone(output: Any) -> Any:
+    if isinstance(output, torch.Tensor):
+        return output.detach().clone()
+    if isinstance(output, list | tuple):
+        return [_clone(o) for o in output]
+    return output
+
+
+class OutputSample:
+    """A uniform sample (reservoir) of `size` of the candidate's timed calls: each kept output is
+    cloned right after its call, outside the timed region, with the plan of the inputs it got."""
+
+    def __init__(self, size: int, pool: InputPool) -> None:
+        self.size, self.pool = size, pool
+        self.seen = 0
+        self.kept: list[tuple[TrialPlan, Any]] = []
+
+    def __call__(self, name: str, set_index: int, output: object) -> None:
+        if name != "candidate" or self.size <= 0:
+            return
+        self.seen += 1
+        slot = len(self.kept) if len(self.kept) < self.size else _pick(self.seen)
+        if slot < self.size:
+            entry = (self.pool.plans[set_index], _clone(output))
+            if slot == len(self.kept):
+                self.kept.append(entry)
+            else:
+                self.kept[slot] = entry
+
+
+def time_candidate(
+    job: WorkerJob, candidate: torch.nn.Module, baselines: Baselines, samples: int = 0
+) -> tuple[dict[str, Any], list[tuple[TrialPlan, Any]]]:
+    """Time the candidate interleaved with the prepared baselines on the same input sets, redrawn
+    before every batch; also returns `samples` of the candidate's timed outputs (with the plans of
+    their inputs) for the reference's process to check."""
     assert job.timing is not None
     plan = job.timing
     fns: dict[str, Callable[[Any], Any]] = {"candidate": lambda xs: candidate(*xs), **baselines.fns}
     timer = CudaEventTimer() if job.device == "cuda" else CpuTimer()
+    pool = baselines.pool
+    sample = OutputSample(samples, pool)
     result = time_interleaved(
         fns,
-        baselines.input_sets,
+        pool.sets,
         timer=timer,
         warmup=plan.warmup,
         min_reps=plan.min_reps,
         max_reps=plan.max_reps,
         target_rel_ci=plan.target_rel_ci,
         time_cap_s=plan.time_cap_s,
+        batch=pool.count,
+        refresh=pool.refresh,
+        after_call=sample,
     )
     patched = timer_functions_intact()
-    return {
+    report = {
         "result": result.model_dump(mode="json"),
         "compile_time_s": baselines.compile_time_s,
         "prepare_s": baselines.seconds,
-        "input_sets": len(baselines.input_sets),
+        "input_sets": pool.count,
         "patched_timers": patched,
+        "sampled_calls": sample.seen,
     }
+    return report, sample.kept

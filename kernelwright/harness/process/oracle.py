@@ -1,0 +1,207 @@
+"""The reference's worker, for the whole session: it holds the expected outputs and compares.
+
+It draws every trial's inputs from their seeds (`fuzz.draw_inputs`, on its device), runs the
+PyTorch reference (TF32 off) and keeps the outputs in its own memory, on the device, as far as a
+budget allows (beyond it, a trial's reference is recomputed when it is compared). Nothing of the
+reference is ever written to a file: no candidate process can find the expected answers at any
+moment, and a sandboxed candidate cannot read another process's memory (Landlock scopes ptrace).
+
+After its `result reference` message it serves commands on stdin until `stop`:
+- `compare JSON` (`CompareRequest`): read a candidate's output file as data only
+  (`outputs.load_output`), move it to the device, and compare it with the reference for that plan
+  (a correctness trial, or an input set the candidate was timed or profiled on, drawn from the
+  seed the candidate's worker reports). The answer is the comparison's figures, never the values.
+
+The harness process never holds the reference outputs and never imports a candidate; this process
+never runs candidate code.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from kernelwright.harness.options import TrialPlan
+from kernelwright.harness.process.jobs import WorkerJob
+
+if TYPE_CHECKING:
+    from kernelwright.harness.process.worker import Channel
+
+CACHE_SHARE = 0.25  # of the device's free memory (or the host's available memory) for held outputs
+
+
+class CompareRequest(BaseModel):
+    plan: TrialPlan
+    path: Path
+    repeat_path: Path | None = None
+    atol: float
+    rtol: float
+
+
+def _nbytes(output: Any) -> int:
+    import torch
+
+    if isinstance(output, torch.Tensor):
+        return output.numel() * output.element_size()
+    if isinstance(output, list | tuple):
+        return sum(_nbytes(o) for o in output)
+    return 0
+
+
+def _shapes(values: list[Any]) -> list[str]:
+    import torch
+
+    return [
+        f"{str(v.dtype).replace('torch.', '')}{list(v.shape)}" if isinstance(v, torch.Tensor) else repr(v)
+        for v in values
+    ]
+
+
+def _budget(device: str) -> int:
+    import torch
+
+    if device == "cuda":
+        free, _ = torch.cuda.mem_get_info()
+        return int(free * CACHE_SHARE)
+    from kernelwright.harness.memory import available_memory
+
+    return int((available_memory() or 2 << 30) * CACHE_SHARE)
+
+
+class Oracle:
+    """The reference model, its outputs per trial, and the comparisons."""
+
+    def __init__(self, job: WorkerJob) -> None:
+        import torch
+
+        from kernelwright.harness.fuzz import instance_for_drawing
+        from kernelwright.problems import load_problem_file
+
+        self.job = job
+        self.problem = load_problem_file(job.problem_path)
+        self.inst = instance_for_drawing(self.problem, job.size, job.weight_seed)
+        torch.manual_seed(job.weight_seed)
+        self.model = self.inst.make_model().to(job.device).eval()
+        self.held: dict[int, tuple[Any, list[float | None] | None]] = {}
+        self.budget = _budget(job.device)
+        self.used = 0
+
+    def _inputs(self, plan: TrialPlan) -> list[Any]:
+        from kernelwright.harness.fuzz import draw_inputs
+
+        templates = self.inst.inputs if plan.variant is None else self.inst.variants[plan.variant]
+        return draw_inputs(templates, self.problem.meta, plan, self.job.device)
+
+    def _sync(self) -> None:
+        import torch
+
+        if self.job.device == "cuda":
+            torch.cuda.synchronize()
+
+    def reference(self, plan: TrialPlan) -> tuple[Any, list[float | None] | None, float, list[str]]:
+        """(output, round-off per output, forward ms, input shapes) of the reference for `plan`."""
+        import torch
+
+        from kernelwright.harness.fuzz import roundoff_of
+
+        inputs = self._inputs(plan)
+        self._sync()
+        start = time.perf_counter()
+        with torch.no_grad():
+            output = self.model(*inputs)
+        self._sync()
+        ms = (time.perf_counter() - start) * 1e3
+        roundoff = roundoff_of(self.model, inputs, output) if self.problem.meta.dtype == "float32" else None
+        return output, roundoff, ms, _shapes(inputs)
+
+    def run_trials(self) -> list[dict[str, Any]]:
+        records = []
+        for plan in self.job.trials:
+            record: dict[str, Any] = {"index": plan.index}
+            try:
+                output, roundoff, ms, shapes = self.reference(plan)
+            except Exception as exc:  # the reference may not accept strided inputs: skip that trial
+                if plan.contiguous:
+                    raise
+                record |= {"status": "skipped", "detail": f"the reference rejects non-contiguous inputs: {exc}"}
+            else:
+                record |= {"status": "ok", "shapes": shapes, "roundoff": roundoff, "ms": ms}
+                size = _nbytes(output)
+                if self.used + size <= self.budget:
+                    self.held[plan.index] = (output, roundoff)
+                    self.used += size
+            records.append(record)
+        return records
+
+    def expected(self, plan: TrialPlan) -> tuple[Any, list[float | None] | None]:
+        held = self.held.get(plan.index) if plan in self.job.trials else None
+        if held is not None:
+            return held
+        output, roundoff, _, _ = self.reference(plan)
+        return output, roundoff
+
+    def compare(self, request: CompareRequest) -> dict[str, Any]:
+        from kernelwright.harness.fuzz import compare_outputs, is_constant
+        from kernelwright.harness.outputs import load_output
+
+        start = time.perf_counter()
+        got, unreadable = load_output(request.path)
+        if unreadable is not None:
+            return {"passed": False, "reason": "output_mismatch", "detail": unreadable}
+        expected, roundoff = self.expected(request.plan)
+        got = _to(got, self.job.device)
+        cmp = compare_outputs(expected, got, request.atol, request.rtol, roundoff)
+        answer: dict[str, Any] = {
+            "passed": cmp.passed,
+            "reason": cmp.reason.value if cmp.reason else None,
+            "detail": cmp.detail,
+            "max_abs_error": cmp.max_abs_error,
+            "max_rel_error": cmp.max_rel_error,
+            "mismatch_fraction": cmp.mismatch_fraction,
+            "first_mismatches": [list(i) for i in cmp.first_mismatches],
+            "constant_candidate": is_constant(got),
+            "constant_reference": is_constant(expected),
+        }
+        if cmp.passed and request.repeat_path is not None:
+            second, unreadable = load_output(request.repeat_path)
+            if unreadable is not None:
+                answer |= {"passed": False, "reason": "output_mismatch", "detail": unreadable}
+            else:
+                again = compare_outputs(got, _to(second, self.job.device), request.atol, request.rtol, roundoff)
+                if not again.passed:
+                    answer |= {
+                        "passed": False,
+                        "reason": "nondeterministic",
+                        "detail": f"two runs on the same inputs differ: {again.detail}",
+                    }
+        answer["seconds"] = time.perf_counter() - start
+        return answer
+
+
+def _to(value: Any, device: str) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, list | tuple):
+        return [_to(v, device) for v in value]
+    return value
+
+
+def serve(job: WorkerJob, chan: Channel) -> None:
+    """The reference worker's life: run every trial, report, then answer `compare` commands."""
+    from kernelwright.harness.process.worker import disable_tf32
+
+    chan.send("phase", "reference")
+    disable_tf32()
+    oracle = Oracle(job)
+    chan.send("result", "reference", trials=oracle.run_trials(), held=len(oracle.held))
+    while True:
+        command, _, argument = chan.wait_command().partition(" ")
+        if command != "compare":
+            return
+        chan.send("phase", "compare")
+        chan.send("result", "compare", **oracle.compare(CompareRequest.model_validate_json(argument)))
