@@ -51,15 +51,6 @@ torch::Tensor relu_spin(torch::Tensor x) {
 torch::Tensor relu_uninitialised(torch::Tensor x) {
     return torch::empty_like(x);
 }
-
-__global__ void kernel(float* y) {  // named like a fragment of every ATen kernel's name
-    if (threadIdx.x == 0 && blockIdx.x == 0) y[0] = y[0];
-}
-
-torch::Tensor touch(torch::Tensor y) {
-    kernel<<<1, 32, 0, at::cuda::getCurrentCUDAStream()>>>(y.data_ptr<float>());
-    return y;
-}
 """
 
 HEADER = f'''import torch
@@ -67,10 +58,10 @@ import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
 kit_cuda = r"""{KIT_CUDA}"""
-kit_cpp = "torch::Tensor relu_forward(torch::Tensor x); torch::Tensor relu_wild(torch::Tensor x); torch::Tensor relu_spin(torch::Tensor x); torch::Tensor relu_uninitialised(torch::Tensor x); torch::Tensor touch(torch::Tensor y);"
+kit_cpp = "torch::Tensor relu_forward(torch::Tensor x); torch::Tensor relu_wild(torch::Tensor x); torch::Tensor relu_spin(torch::Tensor x); torch::Tensor relu_uninitialised(torch::Tensor x);"
 
 kit = load_inline(name="kw_test_cuda_kit", cpp_sources=kit_cpp, cuda_sources=kit_cuda,
-                  functions=["relu_forward", "relu_wild", "relu_spin", "relu_uninitialised", "touch"], verbose=False)
+                  functions=["relu_forward", "relu_wild", "relu_spin", "relu_uninitialised"], verbose=False)
 '''
 
 TRITON_RELU = """import torch
@@ -138,7 +129,7 @@ CASES = [
             "        frame = sys._getframe(1)\n"
             "        while frame is not None:\n"
             "            if frame.f_code.co_name in ('time_calls', 'time_interleaved'):\n"
-            "                return kit.relu_uninitialised(x)\n"
+            "                return kit.relu_forward(-x)\n"
             "            frame = frame.f_back\n"
             "        return kit.relu_forward(x)",
             extra="import sys\n",
@@ -155,13 +146,7 @@ CASES = [
             "        return self.cache[key]",
         ).replace("super().__init__()", "super().__init__()\n        self.cache = {}"),
         "rejected",
-        "timed_output_mismatch",
-    ),
-    GpuCase(
-        "cuda_kernel_named_like_aten",
-        _model("        return kit.touch(torch.relu(x))"),
-        "rejected",
-        "torch_fallback",
+        "input_cache",  # read statically (data_ptr); the timed outputs would catch it too
     ),
 ]
 

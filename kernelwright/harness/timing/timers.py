@@ -89,11 +89,6 @@ DEFAULT_CPU_FLUSH_BYTES = 64 * MIB
 CUDA_LAUNCH_OVERHEAD_MS = 0.05
 CPU_OVERHEAD_MS = 0.05
 HIDDEN_WORK_RATIO = 1.5
-MIN_SYNC_ALLOWANCE_MS = 0.01
-
-
-def _nothing() -> None:
-    return None
 
 
 def timer_functions_intact() -> list[str]:
@@ -182,10 +177,6 @@ class CudaEventTimer:
 
     def synchronize(self) -> None:
         _synchronize(self.device)
-
-    def sync_overhead_ms(self) -> float:
-        """What synchronising around a call costs with no work in it (the fastest of a few)."""
-        return min(self.wall_ms(_nothing) for _ in range(5))
 
 
 class CpuTimer:
@@ -380,13 +371,7 @@ def time_interleaved(
                 break
         walls: dict[str, list[float]] = {name: [] for name in names}
 
-        # The allowance for synchronising around one call, measured here (the fastest of a few
-        # empty calls, tripled), never above the timer's fixed per-call figure: a fixed 0.05 ms
-        # alone would hide several times the work of a 20 us kernel on a side stream.
-        measure = getattr(timer, "sync_overhead_ms", None)
         allowance = timer.launch_overhead_ms
-        if measure is not None and wall_reps:
-            allowance = min(allowance, max(3 * measure(), MIN_SYNC_ALLOWANCE_MS))
 
         def hidden(name: str) -> str | None:
             if not walls[name]:
