@@ -302,8 +302,9 @@ def _run_trials(
     start = time.monotonic()
     for k, plan in enumerate(plans):
         repeat = k == 0  # the first trial runs twice: a race shows as two different outputs
-        # The first call may compile (Triton's JIT, autotuning): it keeps the build's limit.
-        limit = call_limit * (2 if repeat else 1) + (ctx.opts.build_timeout_s if k == 0 else 0.0)
+        # Triton compiles (and autotunes) at the first call: that call keeps the build's limit.
+        jit = k == 0 and analysis.backend == "triton"
+        limit = call_limit * (2 if repeat else 1) + (ctx.opts.build_timeout_s if jit else 0.0)
         worker.send(f"trial {TrialRequest(plan=plan, repeat=repeat).model_dump_json()}")
         outcome = worker.expect("trial", limit)
         early = judge.run_failure(outcome, Reason.CORRECTNESS_TIMEOUT)
