@@ -64,6 +64,25 @@ def _print_table(results: list[EvalResult], expected: dict[str, tuple[str, str |
             out.print(f"  suspicious: {r.suspicious}", highlight=False, markup=False)
 
 
+def _explain(ctx: typer.Context, code: Optional[str]) -> None:
+    """`--explain REASON`: eager, so it answers before the missing REFERENCE is noticed."""
+    if code is None or ctx.resilient_parsing:
+        return
+    from kernelwright.harness.reasons import UnknownReason, explain
+    from kernelwright.harness.verdicts import Reason
+
+    try:
+        text = explain(code)
+    except UnknownReason as exc:
+        if exc.suggestions:
+            hint = f"did you mean {' or '.join(exc.suggestions)}?"
+        else:
+            hint = f"one of: {', '.join(r.value for r in Reason)}"
+        raise UsageError(f"unknown reason {code!r}", hint=hint) from None
+    out.print(text, highlight=False, markup=False)
+    raise typer.Exit(ExitCode.OK)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("eval")
     def eval_command(
@@ -108,6 +127,17 @@ def register(app: typer.Typer) -> None:
                 help="strict: refuse to run (exit 5) without every isolation layer, and reject candidates that "
                 "try the network or write outside their scratch; best-effort (default, setting `sandbox`): "
                 "run with the layers available and flag such attempts.",
+            ),
+        ] = None,
+        explain: Annotated[
+            Optional[str],
+            typer.Option(
+                "--explain",
+                metavar="REASON",
+                callback=_explain,
+                is_eager=True,
+                help="Explain a verdict's reason (e.g. torch_fallback): what the candidate did, why it does not "
+                "count, where it is decided; then exit. Needs no REFERENCE or CANDIDATE.",
             ),
         ] = None,
     ) -> int:
