@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tests.candidates import CHEATS_WHEN_TIMED, VERSION_KEYED_CACHE
+
 KIT_CPP = r"""
 #include <torch/extension.h>
 
@@ -146,10 +148,7 @@ CASES = [
     Case(
         "version_keyed_cache",
         _model(
-            "        key = (x.data_ptr(), x._version, tuple(x.shape))\n"
-            "        if key not in self.cache:\n"
-            "            self.cache[key] = kit.relu_forward(x)\n"
-            "        return self.cache[key]",
+            VERSION_KEYED_CACHE,
         ).replace("super().__init__()", "super().__init__()\n        self.cache = {}"),
         "rejected",
         "timed_output_mismatch",
@@ -321,12 +320,7 @@ TIMING_CASES = [
     Case(
         "cheats_when_timed",
         _model(
-            "        frame = sys._getframe(1)\n"
-            "        while frame is not None:\n"
-            "            if frame.f_code.co_name in ('time_calls', 'time_interleaved'):\n"
-            "                return kit.relu_forward(-x)\n"
-            "            frame = frame.f_back\n"
-            "        return kit.relu_forward(x)",
+            CHEATS_WHEN_TIMED,
             extra="import sys\n",
         ),
         "rejected",

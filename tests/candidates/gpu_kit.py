@@ -3,6 +3,7 @@ verdict and reason the harness must give. One shared CUDA extension source (buil
 
 from __future__ import annotations
 
+from tests.candidates import CHEATS_WHEN_TIMED, VERSION_KEYED_CACHE
 from tests.candidates.cpu_kit import Case, _model
 
 KIT_CUDA = r"""
@@ -126,12 +127,7 @@ CASES = [
     GpuCase(
         "cuda_cheats_when_timed",
         _model(
-            "        frame = sys._getframe(1)\n"
-            "        while frame is not None:\n"
-            "            if frame.f_code.co_name in ('time_calls', 'time_interleaved'):\n"
-            "                return kit.relu_forward(-x)\n"
-            "            frame = frame.f_back\n"
-            "        return kit.relu_forward(x)",
+            CHEATS_WHEN_TIMED,
             extra="import sys\n",
         ),
         "rejected",
@@ -140,10 +136,7 @@ CASES = [
     GpuCase(
         "cuda_version_keyed_cache",
         _model(
-            "        key = (x.data_ptr(), x._version, tuple(x.shape))\n"
-            "        if key not in self.cache:\n"
-            "            self.cache[key] = kit.relu_forward(x)\n"
-            "        return self.cache[key]",
+            VERSION_KEYED_CACHE,
         ).replace("super().__init__()", "super().__init__()\n        self.cache = {}"),
         "rejected",
         "input_cache",  # read statically (data_ptr); the timed outputs would catch it too

@@ -26,6 +26,14 @@ WORK_SHARE_MAX_CALLS = 100
 _perf_counter = time.perf_counter  # captured before any candidate is imported
 
 
+def disable_tf32() -> None:
+    """fp32 matmuls and convolutions in full precision: the reference, the baselines and the
+    candidate's process alike (`global_state` then sees a candidate that turns TF32 back on)."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+
+
 def warm_up_harness() -> None:
     """Run the harness's own machinery once (the profiler wraps some torch functions on first
     use), so the identity snapshot taken next sees only what the candidate changes."""

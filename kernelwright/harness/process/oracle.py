@@ -20,15 +20,21 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
 from kernelwright.harness.options import TrialPlan
 from kernelwright.harness.process.jobs import WorkerJob
 
-if TYPE_CHECKING:
-    from kernelwright.harness.process.worker import Channel
+
+class Channel(Protocol):
+    """The worker's protocol channel (`worker.Channel`)."""
+
+    def send(self, event: str, phase: str, **data: Any) -> None: ...
+
+    def wait_command(self) -> str: ...
+
 
 CACHE_SHARE = 0.25  # of the device's free memory (or the host's available memory) for held outputs
 
@@ -193,7 +199,7 @@ def _to(value: Any, device: str) -> Any:
 
 def serve(job: WorkerJob, chan: Channel) -> None:
     """The reference worker's life: run every trial, report, then answer `compare` commands."""
-    from kernelwright.harness.process.worker import disable_tf32
+    from kernelwright.harness.checks.dynamic import disable_tf32
 
     chan.send("phase", "reference")
     disable_tf32()

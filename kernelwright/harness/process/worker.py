@@ -65,14 +65,6 @@ def _to_cpu(output: Any) -> Any:
     return output
 
 
-def disable_tf32() -> None:
-    import torch
-
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
-
-
 class CandidateSession:
     """The state of one candidate worker across its phases."""
 
@@ -88,7 +80,7 @@ class CandidateSession:
             import torch
 
             torch.set_num_threads(job.num_threads)
-        disable_tf32()
+        dynamic_checks.disable_tf32()
         dynamic_checks.warm_up_harness()
         self.recorder = ExtensionRecorder()
         self.problem = load_problem_file(job.problem_path)
