@@ -90,6 +90,14 @@ class Settings(BaseSettings):
         "force; `strict` refuses to evaluate (exit 5) unless all of them are available.",
     )
 
+    policy: Literal["strict", "engineering"] = Field(
+        default="strict",
+        description="What counts as the candidate's work: `strict` (KernelBench's rule) rejects a candidate whose "
+        "library ops (aten, cuBLAS, cuDNN) take half the reference's time; `engineering` accepts library calls for "
+        "part of the work beside at least one kernel of the candidate's own on the hot path, and reports their share. "
+        "Every hack check applies under both.",
+    )
+
     @model_validator(mode="after")
     def _derive_locations(self) -> Settings:
         self.home = self.home.expanduser()

@@ -268,5 +268,14 @@ def load_kernels(
         if _HOOKS.wrap is not None:
             call = _HOOKS.wrap(call, f"{name}.{fn_name}")
         setattr(namespace, fn_name, call)
-    _HOOKS.builds.append({"name": name, "key": library.parent.name, "cached": cached, "seconds": seconds, "fast": True})
+    _HOOKS.builds.append(
+        {
+            "name": name,
+            "key": library.parent.name,
+            "cached": cached,
+            "seconds": seconds,
+            "fast": True,
+            "library": str(library),
+        }
+    )
     return namespace

@@ -23,4 +23,7 @@ for case, r in zip(CASES, results, strict=True):
     print(
         f"{'OK ' if ok else 'BAD'} {case.name}: {r.verdict.value}/{r.reason} ({case.verdict}/{case.reason}) {r.message[:300]}"
     )
+    if "-v" in sys.argv:
+        print("    flags:", [(f.code, f.message[:160]) for f in r.flags if f.code != "torch_fallback"][:6])
+        print("    phases:", {k: round(v, 2) for k, v in r.phase_seconds.items()})
 print(f"{time.perf_counter() - start:.0f} s", flush=True)

@@ -66,6 +66,27 @@ def test_timing_phase_hacks_get_their_verdicts(tmp_path: Path, shared_home: Path
         )
 
 
+def test_engineering_policy_accepts_library_work_beside_an_own_kernel(tmp_path: Path, shared_home: Path) -> None:
+    """`--policy engineering`: PyTorch may do part of the work when the candidate's own kernel is
+    on the hot path (the library share is reported); a kernel run on one element beside PyTorch's
+    op is still a fallback."""
+    library_then_own = Case(
+        "library_then_own", _model("        return kit.scale_forward(torch.relu(x), 1.0)"), "correct", None
+    )
+    token_kernel = next(c for c in CASES if c.name == "torch_does_the_work")
+    paths = [_write(tmp_path, library_then_own), _write(tmp_path, token_kernel)]
+    # 4M elements: enough work that a call's fixed cost does not pass for a kernel's share.
+    problem_file = tmp_path / "relu_4m.py"
+    problem_file.write_text(TINY_PROBLEM.replace("x * 1e-7", "torch.relu(x)").replace("(32, 64)", "(2048, 2048)"))
+    problem = load_problem_file(problem_file)
+    mixed, token = evaluate(problem, paths, _opts(shared_home, policy="engineering", trials=3))
+    assert (mixed.verdict.value, mixed.policy) == ("correct", "engineering"), mixed.message
+    assert mixed.library_share is not None and 0.0 < mixed.library_share < 0.95
+    assert "library share" in mixed.message
+    assert (token.verdict.value, token.reason.value if token.reason else None) == ("rejected", "torch_fallback")
+    assert "policy engineering" in token.message
+
+
 def test_constant_output_is_caught_when_the_reference_is_near_zero(tmp_path: Path, shared_home: Path) -> None:
     problem_file = tmp_path / "tiny.py"
     problem_file.write_text(TINY_PROBLEM)

@@ -502,9 +502,85 @@ def test_lru_cache_is_rejected() -> None:
     assert finding(analyze_candidate(source), "input_cache").severity == "reject"
 
 
-def test_static_tensor_in_cuda_is_rejected() -> None:
+def test_static_tensor_in_cuda_is_only_a_flag() -> None:
+    """A static scratch buffer is honest; fresh inputs on every checked call catch a cache, and the
+    repeated first trial catches a returned buffer (`output_reused`)."""
     src = CUDA_SRC.replace("auto y = torch::empty_like(x);", "static torch::Tensor y = torch::empty_like(x);")
-    assert finding(analyze_candidate(cuda_candidate(cuda_src=src)), "input_cache").severity == "reject"
+    assert finding(analyze_candidate(cuda_candidate(cuda_src=src)), "input_cache").severity == "flag"
+
+
+HALF_SWITCH = """
+    switch (x.scalar_type()) {
+        case at::kHalf: {
+            auto p = reinterpret_cast<__half*>(x.data_ptr<at::Half>());
+            (void)p;
+            break;
+        }
+        default: break;
+    }
+    if (x.scalar_type() == at::ScalarType::BFloat16) {
+        c10::BFloat16 unused;
+        (void)unused;
+    }
+    int n = x.numel();"""
+
+
+def test_half_in_a_dtype_dispatch_is_a_flag_not_a_rejection() -> None:
+    src = CUDA_SRC.replace("int n = x.numel();", HALF_SWITCH)
+    analysis = analyze_candidate(cuda_candidate(cuda_src=src))
+    assert "precision_downgrade" in codes(analysis, "flag")
+    assert "precision_downgrade" not in codes(analysis, "reject")
+
+
+def test_half_kernel_parameters_are_recorded_for_the_work_share() -> None:
+    extra_kernel = "__global__ void relu_half(const __half* x, __half* y, int n) { }\n"
+    src = CUDA_SRC.replace("torch::Tensor relu_cuda", extra_kernel + "torch::Tensor relu_cuda")
+    analysis = analyze_candidate(cuda_candidate(cuda_src=src))
+    assert analysis.half_kernels == ("relu_half",)
+    assert "precision_downgrade" not in codes(analysis, "reject")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "auto h = x.to(at::kHalf);",  # converts outside any dtype gate
+        "c10::Half h;",
+    ],
+)
+def test_half_outside_a_dtype_gate_is_rejected(line: str) -> None:
+    src = CUDA_SRC.replace("int n = x.numel();", f"{line}\n    int n = x.numel();")
+    assert "precision_downgrade" in codes(analyze_candidate(cuda_candidate(cuda_src=src)), "reject")
+
+
+def test_half_inside_a_kernel_is_judged_when_that_kernel_runs() -> None:
+    src = CUDA_SRC.replace("if (i < n) y[i]", "__half h = __float2half(x[i]); (void)h;\n    if (i < n) y[i]")
+    analysis = analyze_candidate(cuda_candidate(cuda_src=src))
+    assert analysis.half_kernels == ("relu_kernel",)  # the work share rejects it if it runs
+    assert "precision_downgrade" not in codes(analysis, "reject")
+
+
+def test_half_in_a_device_helper_is_rejected() -> None:
+    helper = "__device__ float through_half(float v) { return __half2float(__float2half(v)); }\n"
+    src = CUDA_SRC.replace("__global__ void relu_kernel", helper + "__global__ void relu_kernel")
+    assert "precision_downgrade" in codes(analyze_candidate(cuda_candidate(cuda_src=src)), "reject")
+
+
+def test_cuda_sources_made_at_run_time_are_still_cuda() -> None:
+    source = cuda_candidate().replace("cuda_sources=cuda_src", "cuda_sources=f'{cuda_src}'")
+    assert analyze_candidate(source).backend == "cuda"
+
+
+@pytest.mark.parametrize("call", ["at::cpu::clamp_min(x, 0)", "at::native::relu(x)", "at::cuda::clamp_min(x, 0)"])
+def test_direct_aten_kernel_calls_are_rejected(call: str) -> None:
+    """They bypass the dispatcher, so the profiler sees no op: the work would pass as the candidate's."""
+    src = CUDA_SRC.replace("auto y = torch::empty_like(x);", f"auto y = {call};")
+    found = finding(analyze_candidate(cuda_candidate(cuda_src=src)), "torch_fallback")
+    assert found.severity == "reject" and "dispatcher" in found.message
+
+
+def test_cuda_utilities_are_not_direct_kernel_calls() -> None:
+    analysis = analyze_candidate(cuda_candidate())
+    assert "torch_fallback" not in codes(analysis)  # at::cuda::getCurrentCUDAStream is a utility
 
 
 def test_static_pointer_compared_to_data_ptr_is_rejected() -> None:

@@ -130,6 +130,7 @@ class AgentConfig:
             structured_method=settings.llm_structured_output,
             price_in_per_1k=settings.llm_price_in_per_1k,
             price_out_per_1k=settings.llm_price_out_per_1k,
+            policy=settings.policy,
         )
         config = replace(base, **flags)
         config.validate()

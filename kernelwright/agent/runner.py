@@ -86,6 +86,7 @@ def harness_session(config: AgentConfig, settings: Settings) -> Iterator[Evaluat
         settings,
         config.device,
         size=config.size,
+        policy=config.policy,
         timing=config.timing,
         timing_plan=plan,
         num_threads=config.num_threads,

@@ -36,6 +36,9 @@ def _print_table(results: list[EvalResult], expected: dict[str, tuple[str, str |
     baselines = sorted({name for r in results for name in r.speedups})
     for name in baselines:
         table.add_column(f"vs {name}")
+    engineering = any(r.policy == "engineering" for r in results)
+    if engineering:
+        table.add_column("library share")
     if expected:
         table.add_column("expected")
     for r in results:
@@ -51,6 +54,8 @@ def _print_table(results: list[EvalResult], expected: dict[str, tuple[str, str |
         for name in baselines:
             s = r.speedups.get(name)
             row.append(f"{s.ratio:.2f}x [{s.ci_low:.2f}, {s.ci_high:.2f}]" if s else "-")
+        if engineering:
+            row.append(f"{r.library_share:.0%}" if r.library_share is not None else "-")
         if expected:
             want = expected.get(r.candidate)
             row.append(f"{want[0]}{'/' + want[1] if want and want[1] else ''}" if want else "-")
@@ -129,6 +134,15 @@ def register(app: typer.Typer) -> None:
                 "run with the layers available and flag such attempts.",
             ),
         ] = None,
+        policy: Annotated[
+            Optional[str],
+            typer.Option(
+                "--policy",
+                help="strict (default, setting `policy`; KernelBench's rule): library ops may not do the main work; "
+                "engineering: library calls (e.g. cuBLAS) may do part of it beside the candidate's own kernels on the "
+                "hot path, and their share is shown. Every hack check applies under both.",
+            ),
+        ] = None,
         explain: Annotated[
             Optional[str],
             typer.Option(
@@ -153,6 +167,8 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"--size must be 'default' or 'small', not {size!r}")
         if sandbox is not None and sandbox not in ("strict", "best-effort"):
             raise UsageError(f"--sandbox must be 'strict' or 'best-effort', not {sandbox!r}")
+        if policy is not None and policy not in ("strict", "engineering"):
+            raise UsageError(f"--policy must be 'strict' or 'engineering', not {policy!r}")
         chosen = resolve_device(device, settings)
         problem = resolve_problem(reference)
         paths = list(candidates or [])
@@ -176,6 +192,7 @@ def register(app: typer.Typer) -> None:
             timing=not no_timing,
             out_dir=out_dir,
             sandbox=sandbox,
+            policy=policy,
             progress=lambda message: err.print(f"[dim]{message}[/]", highlight=False),
         )
         results = evaluate_files(problem, paths, opts)

@@ -134,8 +134,13 @@ def register(app: typer.Typer) -> None:
             int, typer.Option("--width", min=1, help="Candidates sampled per coder step, evaluated as one batch.")
         ] = 1,
         policy: Annotated[
-            str, typer.Option("--policy", help="strict (engineering: not in the harness yet).")
-        ] = "strict",
+            Optional[str],
+            typer.Option(
+                "--policy",
+                help="strict (default, setting `policy`): the candidate's own kernels do the work; engineering: "
+                "library calls may do part of it beside them (their share is reported).",
+            ),
+        ] = None,
         resume: Annotated[Optional[str], typer.Option("--resume", help="Resume the run with this id.")] = None,
         from_run: Annotated[
             Optional[str],
@@ -172,8 +177,8 @@ def register(app: typer.Typer) -> None:
 
         state: AppState = ctx.obj
         settings = state.settings()
-        if policy != "strict":
-            raise UsageError(f"--policy {policy} is not supported by the harness yet; strict is what it enforces")
+        if policy is not None and policy not in ("strict", "engineering"):
+            raise UsageError(f"--policy must be 'strict' or 'engineering', not {policy!r}")
         if size not in ("default", "small"):
             raise UsageError(f"--size must be 'default' or 'small', not {size!r}")
         if from_candidate is not None and not from_run:
@@ -199,6 +204,7 @@ def register(app: typer.Typer) -> None:
             "size": size,
             "scripted": scripted,
             "width": width,
+            "policy": policy,
             "price_in_per_1k": price_in,
             "price_out_per_1k": price_out,
         }

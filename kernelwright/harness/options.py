@@ -89,6 +89,7 @@ class EvalOptions:
     inductor_cache: Path | None = None
     out_dir: Path | None = None
     sandbox: Literal["strict", "best-effort"] = "best-effort"
+    policy: Literal["strict", "engineering"] = "strict"  # see Settings.policy and harness/reasons.py
     timing_plan: TimingPlan = field(default_factory=TimingPlan)
     progress: Callable[[str], None] | None = field(default=None, compare=False)
 
@@ -109,6 +110,7 @@ class EvalOptions:
             build_cache=settings.build_cache_dir,
             inductor_cache=settings.inductor_cache_dir,
             sandbox=settings.sandbox,
+            policy=settings.policy,
         )
         return replace(base, **{k: v for k, v in overrides.items() if v is not None})
 

@@ -30,8 +30,9 @@ STAGES: dict[Stage, str] = {
     "process": "how the worker ended: signals, CUDA faults, phase time limits",
 }
 POLICIES: dict[Policy, str] = {
-    "strict": "the forward pass must be the candidate's own kernels; today's only policy",
-    "engineering": "planned, `--policy engineering`: library calls may do part of the work",
+    "strict": "the forward pass must be the candidate's own kernels (the default; KernelBench's rule)",
+    "engineering": "`--policy engineering`: library calls may do part of the work beside the candidate's own "
+    "kernels on the hot path; their share is reported",
 }
 BOTH: frozenset[Policy] = frozenset({"strict", "engineering"})
 STRICT: frozenset[Policy] = frozenset({"strict"})
@@ -121,6 +122,15 @@ _ENTRIES = (
         "for.",
     ),
     ReasonInfo(
+        Reason.OUTPUT_REUSED,
+        Verdict.INCORRECT,
+        ("correctness",),
+        "A second call returned memory that the first call's output still holds: the module hands out one buffer "
+        "(e.g. a C++ `static` tensor) and overwrites the caller's earlier result. PyTorch returns a new tensor per "
+        "call; a reused buffer breaks any caller that keeps a result and skips the allocation the reference pays "
+        "for. A static scratch buffer is fine; returning it is not.",
+    ),
+    ReasonInfo(
         Reason.NONDETERMINISTIC,
         Verdict.INCORRECT,
         ("correctness",),
@@ -146,11 +156,12 @@ _ENTRIES = (
         Reason.TORCH_FALLBACK,
         Verdict.REJECTED,
         ("static", "work_share"),
-        "PyTorch did the main computation: torch.compile/dynamo/jit generated the kernel (read in the source), or "
-        "library ops (aten, cuBLAS, cuDNN, also called from inside the extension) took at least 50% of the "
-        "reference's whole forward time on some profiled shape. The speedup would then be PyTorch's, not the "
-        "candidate's.",
-        policies=STRICT,
+        "PyTorch did the main computation: torch.compile/dynamo/jit generated the kernel (read in the source), the "
+        "extension calls ATen's kernels directly (`at::cpu::`, `at::native::`: the profiler cannot see that work), "
+        "or, under `strict`, library ops (aten, cuBLAS, cuDNN, also called from inside the extension) took at least "
+        "50% of the reference's whole forward time on some profiled shape. The speedup would then be PyTorch's, not "
+        "the candidate's. Under `engineering` library ops may do part of the work, but the candidate's own kernels "
+        "must take at least 5% of its profiled time on every shape.",
     ),
     ReasonInfo(
         Reason.CALLS_REFERENCE,

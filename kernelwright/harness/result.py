@@ -75,6 +75,12 @@ class EvalResult(BaseModel):
         "and how many timed outputs were checked.",
     )
     build_cached: bool | None = None
+    policy: str = Field(default="strict", description="The policy it was judged under (`strict` or `engineering`).")
+    library_share: float | None = Field(
+        default=None,
+        description="Share of the candidate's profiled forward time spent in library ops (aten, cuBLAS, cuDNN), on "
+        "the worst shape profiled; under `engineering` the result table shows it.",
+    )
     flags: list[Flag] = Field(default_factory=list)
     suspicious: str | None = Field(default=None, description="Why the speedup was re-verified, and the outcome.")
     hardware: dict[str, Any] = Field(default_factory=dict)

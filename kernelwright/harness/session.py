@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from kernelwright.errors import EnvironmentProblem, ProblemError
 from kernelwright.harness import judge, memory
+from kernelwright.harness.build.symbols import own_kernels
 from kernelwright.harness.checks.static.analysis import CandidateAnalysis, analyze_candidate
 from kernelwright.harness.environment import hardware_summary, library_versions
 from kernelwright.harness.options import EvalOptions, TrialPlan, plan_trials
@@ -132,7 +133,6 @@ def _job(
     out_dir: Path,
     analysis: CandidateAnalysis | None = None,
 ) -> WorkerJob:
-    own = list(analysis.own_kernels) if analysis else []
     return WorkerJob(
         mode=mode,
         problem_path=ctx.problem.path,
@@ -144,7 +144,6 @@ def _job(
         out_dir=out_dir,
         build_cache=ctx.opts.build_cache,
         num_threads=ctx.opts.num_threads,
-        own_kernel_names=own,
         timing=ctx.opts.timing_plan if ctx.opts.timing else None,
         baselines=list(ctx.opts.baselines),
     )
@@ -212,7 +211,7 @@ def _evaluate_one(
     if reject is not None:
         return _finish(result, judge.static_rejection_verdict(reject[0]), reject[0], reject[1]), None
     workdir, started = acquire()
-    assignment = CandidateAssignment(candidate_path=path, own_kernel_names=list(analysis.own_kernels))
+    assignment = CandidateAssignment(candidate_path=path)
     with started as worker:
         worker.send(f"candidate {assignment.model_dump_json()}")
         result = _run_candidate(ctx, worker, path, result, workdir, analysis)
@@ -260,7 +259,7 @@ def _run_candidate(
     ended = _run_trials(ctx, worker, path, result, workdir, analysis)
     if ended is not None:
         return ended
-    shares = _run_work_share(ctx, worker, result, workdir, analysis)
+    shares = _run_work_share(ctx, worker, result, _ownership(ctx, result, builds, analysis), analysis)
     if result.verdict != Verdict.CORRECT or not ctx.opts.timing:
         return result
     ctx.opts.say(f"{path.name}: correct; timing against {', '.join(ctx.opts.baselines)}")
@@ -335,8 +334,33 @@ def _run_trials(
     return result if result.verdict != Verdict.CORRECT else None
 
 
+def _ownership(
+    ctx: _Context, result: EvalResult, builds: list[dict[str, Any]], analysis: CandidateAnalysis
+) -> WorkShareRequest:
+    """Which kernels are the candidate's: its CUDA kernels read from the libraries it built (read
+    here, not in the worker the candidate runs in), its Triton kernels by name. When a library
+    cannot be read, the source's kernel names stand in, and the result says so."""
+    libraries = [Path(b["library"]) for b in builds if b.get("library")]
+    found = own_kernels(libraries, ctx.opts.build_cache) if ctx.opts.device == "cuda" else None
+    request = WorkShareRequest(plans=[], own_names=list(analysis.triton_kernels))
+    if found is not None and found.read:
+        request.own_exact = list(found.names)
+    else:
+        request.own_names += list(analysis.cuda_kernels)
+        if found is not None:
+            result.flags.append(Flag(code="own_kernels_from_source", message=found.note))
+    if found is not None and found.excluded:
+        names = ", ".join(found.excluded[:3])
+        result.flags.append(
+            Flag(
+                code="kernel_in_torch_namespace", message=f"kernels in PyTorch's namespaces never count as own: {names}"
+            )
+        )
+    return request
+
+
 def _run_work_share(
-    ctx: _Context, worker: WorkerProcess, result: EvalResult, workdir: Path, analysis: CandidateAnalysis
+    ctx: _Context, worker: WorkerProcess, result: EvalResult, request: WorkShareRequest, analysis: CandidateAnalysis
 ) -> list[dict[str, Any]]:
     """Profile on the default shapes and on one trial of every shape variant; the outputs of the
     profiled calls are checked like any other."""
@@ -345,7 +369,8 @@ def _run_work_share(
         if plan.contiguous and plan.index not in ctx.skipped_trials():
             firsts.setdefault(plan.variant, plan)
     plans = list(firsts.values())
-    worker.send(f"workshare {WorkShareRequest(plans=plans).model_dump_json()}")
+    request.plans = plans
+    worker.send(f"workshare {request.model_dump_json()}")
     limit = max(ctx.opts.run_timeout_s, 40 * len(plans) * ctx.call_limit_s())
     outcome = worker.expect("workshare", min(limit, 4 * ctx.opts.run_timeout_s))
     result.phase_seconds["work_share"] = outcome.seconds
@@ -366,7 +391,7 @@ def _run_work_share(
         ctx.compare(TrialPlan.model_validate(share["plan"]), Path(share["file"])) for share in shares if "file" in share
     ]
     if judge.judge_measured_outputs(result, checks, Reason.PROFILED_OUTPUT_MISMATCH, "the profiled calls"):
-        judge.judge_work_share(result, shares, analysis)
+        judge.judge_work_share(result, shares, analysis, ctx.opts.policy)
     return shares
 
 

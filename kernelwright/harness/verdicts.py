@@ -44,6 +44,7 @@ class Reason(StrEnum):
     NONFINITE_OUTPUT = "nonfinite_output"  # NaN/Inf where the reference is finite
     INPUT_MODIFIED = "input_modified"
     OUTPUT_ALIASES_INPUT = "output_aliases_input"
+    OUTPUT_REUSED = "output_reused"  # a later call returns (or writes into) an earlier call's output
     NONDETERMINISTIC = "nondeterministic"  # two runs on the same inputs differ (a race)
     CONSTANT_OUTPUT = "constant_output"  # same output for different inputs
     RAISED = "raised"  # forward raised a Python exception

@@ -2,7 +2,9 @@
 
 A second opinion on the harness's torch.profiler work-share check (`dynamic_checks`), from
 Nsight Compute's own kernel records: the candidate's kernel names come from static analysis of
-its source (`__global__` functions, `@triton.jit` functions).
+its source (`__global__` functions, `@triton.jit` functions), matched on the kernel's function
+name, never by substring (an own kernel called `kernel` must not claim ATen's
+`vectorized_elementwise_kernel`) and never in PyTorch's namespaces.
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
+from kernelwright.problems.candidate.kernel_names import base_name, in_torch_namespace
 from kernelwright.profiler.report import NcuKernel, NcuReport
 
 
 class KernelOwnership(BaseModel):
     own_names: list[str]
-    own_kernels: list[str]  # profiled kernels whose name contains one of own_names
+    own_kernels: list[str]  # profiled kernels whose function name is one of own_names
     other_kernels: list[str]
     own_us: float
     total_us: float
@@ -35,9 +38,7 @@ class KernelOwnership(BaseModel):
 
 
 def _is_own(kernel: NcuKernel, own_names: Sequence[str]) -> bool:
-    return any(
-        name and (name in kernel.name or (kernel.mangled is not None and name in kernel.mangled)) for name in own_names
-    )
+    return not in_torch_namespace(kernel.name) and base_name(kernel.name) in {n for n in own_names if n}
 
 
 def kernel_ownership(report: NcuReport, own_names: Sequence[str]) -> KernelOwnership:

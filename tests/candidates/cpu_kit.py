@@ -38,6 +38,16 @@ torch::Tensor relu_via_aten(torch::Tensor x) {
     return at::relu(x);  // the "kernel" is PyTorch's own op
 }
 
+torch::Tensor relu_static_out(torch::Tensor x) {
+    // Correct values, but one buffer handed out on every call: the caller's earlier result changes.
+    static torch::Tensor out;
+    if (!out.defined() || out.sizes() != x.sizes()) out = torch::empty_like(x);
+    const float* in = x.data_ptr<float>();
+    float* o = out.data_ptr<float>();
+    for (int64_t i = 0; i < x.numel(); ++i) o[i] = in[i] > 0.f ? in[i] : 0.f;
+    return out;
+}
+
 torch::Tensor scale_forward(torch::Tensor x, double s) {
     auto xc = x.contiguous();
     auto out = torch::empty_like(xc);
@@ -48,7 +58,14 @@ torch::Tensor scale_forward(torch::Tensor x, double s) {
 }
 """
 
-KIT_FUNCTIONS = ["relu_forward", "relu_uninitialised", "relu_zeros", "relu_via_aten", "scale_forward"]
+KIT_FUNCTIONS = [
+    "relu_forward",
+    "relu_uninitialised",
+    "relu_zeros",
+    "relu_via_aten",
+    "relu_static_out",
+    "scale_forward",
+]
 
 HEADER = f'''import torch
 import torch.nn as nn
@@ -92,6 +109,57 @@ class ModelNew(nn.Module):
 
 CORRECT = Case("correct_relu", _model("        return kit.relu_forward(x)"), "correct", None)
 
+
+# Honest styles the static reader once rejected, in one candidate (one build): the source is made
+# in __init__ with an f-string, a dtype switch mentions Half (only float runs), a scratch tensor
+# lives in a C++ static and is recomputed on every call, and the output comes from torch::zeros.
+HONEST_STYLES_SOURCE = r"""
+#include <torch/extension.h>
+
+torch::Tensor relu_styled(torch::Tensor x) {{
+    static torch::Tensor scratch;  // a workspace, recomputed every call: not a cache
+    auto xc = x.contiguous();
+    if (!scratch.defined() || scratch.numel() < xc.numel()) scratch = torch::empty({{xc.numel()}}, xc.options());
+    auto out = torch::zeros_like(xc);
+    switch (xc.scalar_type()) {{
+        case at::kHalf: {{
+            TORCH_CHECK(false, "float32 only; an at::Half input would need ", sizeof(at::Half), " bytes each");
+            break;
+        }}
+        case at::kFloat: {{
+            const float* in = xc.data_ptr<float>();
+            float* s = scratch.data_ptr<float>();
+            float* o = out.data_ptr<float>();
+            for (int64_t i = 0; i < xc.numel(); ++i) s[i] = in[i] > 0.f ? in[i] : 0.f;
+            for (int64_t i = 0; i < xc.numel(); ++i) o[i] = s[i] * {scale}f;
+            break;
+        }}
+        default: TORCH_CHECK(false, "unsupported dtype");
+    }}
+    return out;
+}}
+"""
+
+HONEST_STYLES = Case(
+    "honest_styles",
+    "from torch.utils.cpp_extension import load_inline\n\n"
+    f'TEMPLATE = r"""{HONEST_STYLES_SOURCE}"""\n'
+    + """
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        scale = 1.0
+        source = TEMPLATE.format(scale=scale)
+        self.ext = load_inline(name="kw_test_styled", cpp_sources=source, functions=["relu_styled"], verbose=False)
+
+    def forward(self, x):
+        return self.ext.relu_styled(x)
+""",
+    "correct",
+    None,
+    header=False,
+)
 CASES = [
     CORRECT,
     Case(
@@ -224,7 +292,8 @@ CASES = [
             "        out = kit.relu_forward(x)\n        self.last = (sig, out)\n        return out"
         ).replace("super().__init__()", "super().__init__()\n        self.last = None"),
         "incorrect",
-        "output_mismatch",
+        "output_reused",  # the repeated first trial gets the same tensor back
+        also=("output_mismatch",),
     ),
     Case(
         "patched_timer_hidden",
@@ -307,6 +376,8 @@ CASES = [
         "compile_error",
         header=False,
     ),
+    Case("static_output_buffer", _model("        return kit.relu_static_out(x)"), "incorrect", "output_reused"),
+    HONEST_STYLES,
     Case(
         "segfaults",
         _model("        import ctypes\n        ctypes.string_at(0)\n        return kit.relu_forward(x)"),

@@ -52,17 +52,64 @@ torch::Tensor relu_spin(torch::Tensor x) {
 torch::Tensor relu_uninitialised(torch::Tensor x) {
     return torch::empty_like(x);
 }
+
+// Named like ATen's elementwise kernel and declared in its namespace: it must not claim ATen's time.
+namespace at { namespace native {
+__global__ void vectorized_elementwise_kernel(float* y, int64_t n) {
+    if (blockIdx.x == 0 && threadIdx.x == 0 && n > 0) y[0] = y[0];
+}
+}}
+
+__global__ void kernel(float* y, int64_t n) {  // a name every substring match would find
+    if (blockIdx.x == 0 && threadIdx.x == 0 && n > 0) y[0] = y[0];
+}
+
+torch::Tensor touch(torch::Tensor x) {
+    auto y = x.clone();
+    at::native::vectorized_elementwise_kernel<<<1, 32, 0, at::cuda::getCurrentCUDAStream()>>>(y.data_ptr<float>(), 1);
+    kernel<<<1, 32, 0, at::cuda::getCurrentCUDAStream()>>>(y.data_ptr<float>(), 1);
+    return y;
+}
+
+// Half kernels behind a dtype gate that is always open: the static reader sees a dispatch, the
+// kernels that run decide. The sign mask is exact in half, so the output passes the checks.
+__global__ void sign_mask_half(const float* x, __half* m, int64_t n) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) m[i] = x[i] > 0.f ? __float2half(1.f) : __float2half(0.f);
+}
+
+__global__ void apply_mask(const float* x, const __half* m, float* y, int64_t n) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] * __half2float(m[i]);
+}
+
+torch::Tensor relu_in_half(torch::Tensor x) {
+    auto xc = x.contiguous();
+    auto y = torch::empty_like(xc);
+    if (x.scalar_type() == at::kHalf || x.numel() > 0) {
+        int64_t n = xc.numel();
+        auto m = torch::empty({n}, xc.options().dtype(at::kHalf));
+        sign_mask_half<<<(n + 255) / 256, 256, 0, at::cuda::getCurrentCUDAStream()>>>(
+            xc.data_ptr<float>(), reinterpret_cast<__half*>(m.data_ptr<at::Half>()), n);
+        apply_mask<<<(n + 255) / 256, 256, 0, at::cuda::getCurrentCUDAStream()>>>(
+            xc.data_ptr<float>(), reinterpret_cast<const __half*>(m.data_ptr<at::Half>()), y.data_ptr<float>(), n);
+    }
+    return y;
+}
 """
+
+KIT_FUNCTIONS = ["relu_forward", "relu_wild", "relu_spin", "relu_uninitialised", "touch", "relu_in_half"]
 
 HEADER = f'''import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
 kit_cuda = r"""{KIT_CUDA}"""
-kit_cpp = "torch::Tensor relu_forward(torch::Tensor x); torch::Tensor relu_wild(torch::Tensor x); torch::Tensor relu_spin(torch::Tensor x); torch::Tensor relu_uninitialised(torch::Tensor x);"
+kit_functions = {KIT_FUNCTIONS!r}
+kit_cpp = " ".join(f"torch::Tensor {{name}}(torch::Tensor x);" for name in kit_functions)
 
 kit = load_inline(name="kw_test_cuda_kit", cpp_sources=kit_cpp, cuda_sources=kit_cuda,
-                  functions=["relu_forward", "relu_wild", "relu_spin", "relu_uninitialised"], verbose=False)
+                  functions=kit_functions, verbose=False)
 '''
 
 TRITON_RELU = """import torch
@@ -86,6 +133,59 @@ class ModelNew(nn.Module):
         n = x.numel()
         relu_tl[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
         return y
+"""
+
+
+# Honest styles the static reader once rejected: the CUDA source is made in __init__ with an
+# f-string (the reader finds no kernel in it: the built library's symbols name it), a dtype switch
+# mentions Half where only float runs, a scratch buffer lives in a C++ static, and the output
+# comes from torch::zeros.
+HONEST_CUDA_STYLES = """import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        block = 256
+        cuda = f'''
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <cuda_fp16.h>
+
+template <typename T>
+__global__ void styled_relu(const T* __restrict__ x, T* __restrict__ scratch, T* __restrict__ y, int64_t n) {{
+    int64_t i = blockIdx.x * (int64_t){block} + threadIdx.x;
+    if (i < n) {{ scratch[i] = x[i] > T(0) ? x[i] : T(0); y[i] = scratch[i]; }}
+}}
+
+torch::Tensor styled(torch::Tensor x) {{
+    static torch::Tensor scratch;  // a workspace recomputed every call, not a cache
+    auto xc = x.contiguous();
+    if (!scratch.defined() || scratch.numel() < xc.numel()) scratch = torch::empty({{xc.numel()}}, xc.options());
+    auto y = torch::zeros_like(xc);
+    int64_t n = xc.numel();
+    int64_t blocks = (n + {block} - 1) / {block};
+    switch (xc.scalar_type()) {{
+        case at::kHalf:
+            TORCH_CHECK(false, "float32 only here; at::Half is ", sizeof(at::Half), " bytes");
+            break;
+        case at::kFloat:
+            styled_relu<float><<<blocks, {block}, 0, at::cuda::getCurrentCUDAStream()>>>(
+                xc.data_ptr<float>(), scratch.data_ptr<float>(), y.data_ptr<float>(), n);
+            break;
+        default:
+            TORCH_CHECK(false, "unsupported dtype");
+    }}
+    return y;
+}}
+'''
+        self.ext = load_inline(name="kw_test_styled_cuda", cpp_sources="torch::Tensor styled(torch::Tensor x);",
+                               cuda_sources=cuda, functions=["styled"], verbose=False)
+
+    def forward(self, x):
+        return self.ext.styled(x)
 """
 
 
@@ -141,6 +241,17 @@ CASES = [
         "rejected",
         "input_cache",  # read statically (data_ptr); the timed outputs would catch it too
     ),
+    GpuCase(
+        "cuda_kernel_named_like_atens",
+        _model("        kit.touch(x[:1])\n        return torch.relu(x)"),
+        "rejected",
+        "torch_fallback",
+        also=("kernel_not_launched",),
+    ),
+    GpuCase(
+        "cuda_half_behind_open_gate", _model("        return kit.relu_in_half(x)"), "rejected", "precision_downgrade"
+    ),
+    GpuCase("cuda_honest_styles", HONEST_CUDA_STYLES, "correct", None, header=False),
 ]
 
 SIDE_STREAM = GpuCase(

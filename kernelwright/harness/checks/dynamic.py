@@ -17,12 +17,15 @@ from typing import Any
 import torch
 
 from kernelwright.harness.build.recorder import REGION_PREFIX
-from kernelwright.harness.checks.torch_ops import PROFILED_NOT_WORK
+from kernelwright.harness.build.symbols import KernelMatcher
+from kernelwright.harness.checks.torch_ops import NOT_WORK_KERNEL_MARKERS, PROFILED_NOT_WORK
 from kernelwright.harness.timing.timers import MISSING, WATCHED_TIMERS, resolve_attribute
 from kernelwright.harness.verdicts import Reason
+from kernelwright.problems.candidate.kernel_names import in_torch_namespace
 
 WORK_SHARE_TARGET_MS = 2.0  # profiled work per round: enough that per-op noise averages out
 WORK_SHARE_MAX_CALLS = 100
+NOT_WORK = "(fills, copies and views)"  # the library entry of the ops that do no arithmetic
 _perf_counter = time.perf_counter  # captured before any candidate is imported
 
 
@@ -124,10 +127,17 @@ class WorkShare:
 
     own_ms: float = 0.0
     library_ms: float = 0.0
+    not_work_ms: float = 0.0
+    """Allocation fills, copies and views: library time that does no arithmetic (counted as
+    work only where the reference itself does little else)."""
     top_library_ops: list[tuple[str, float]] = field(default_factory=list)
     own_kernels: list[str] = field(default_factory=list)
     device: str = "cpu"
     calls_per_round: int = 1
+    kernels: set[str] = field(default_factory=set)
+    """Every GPU kernel seen (the reference's are what an own kernel may not be named like)."""
+    disowned: list[str] = field(default_factory=list)
+    """Kernels the candidate's names matched but the reference launches too: counted as library."""
 
     @property
     def own_fraction(self) -> float:
@@ -144,48 +154,66 @@ def _has_region_ancestor(event: Any) -> bool:
     return False
 
 
-def _attribute(prof: Any, device: str, own_kernel_names: tuple[str, ...]) -> tuple[float, dict[str, float], list[str]]:
-    """(own ms, library ms per op or kernel, own kernel names) of one profiled call."""
+def _attribute(
+    prof: Any, device: str, own: KernelMatcher, not_own: frozenset[str]
+) -> tuple[float, dict[str, float], list[str], set[str], set[str]]:
+    """(own ms, library ms per op or kernel, own kernel names, every kernel seen, kernels
+    disowned) of one profiled round. On CUDA a kernel is the candidate's when `own` matches it
+    exactly and the reference does not launch a kernel of the same name (`not_own`)."""
     own_ms = 0.0
     library: dict[str, float] = {}
     own_kernels: list[str] = []
+    seen: set[str] = set()
+    disowned: set[str] = set()
     if device == "cuda":
-        own = set(own_kernel_names)
         for ev in prof.events():
             if getattr(ev, "device_type", None) != torch.autograd.DeviceType.CUDA or ev.name.startswith(REGION_PREFIX):
                 continue  # only kernels: our own record_function regions are mirrored on the GPU timeline
             ms = ev.device_time_total / 1e3
-            if any(name and name in ev.name for name in own):
+            seen.add(ev.name)
+            if in_torch_namespace(ev.name) and any(m in ev.name for m in NOT_WORK_KERNEL_MARKERS):
+                library[NOT_WORK] = library.get(NOT_WORK, 0.0) + ms  # a fill or a copy: no arithmetic
+                continue
+            if own.owns(ev.name) and ev.name not in not_own:
                 own_ms += ms
                 own_kernels.append(ev.name)
             else:
+                if own.owns(ev.name):
+                    disowned.add(ev.name)
                 library[ev.name] = library.get(ev.name, 0.0) + ms
-        return own_ms, library, own_kernels
+        return own_ms, library, own_kernels, seen, disowned
     for ev in prof.events():
         if ev.name.startswith(REGION_PREFIX) and not _has_region_ancestor(ev):
             own_ms += ev.cpu_time_total / 1e3
             own_kernels.append(ev.name[len(REGION_PREFIX) :])
     for ev in prof.events():
-        if not ev.name.startswith("aten::") or ev.name in PROFILED_NOT_WORK:
+        if not ev.name.startswith("aten::"):
             continue
         ms = ev.self_cpu_time_total / 1e3
+        if ev.name in PROFILED_NOT_WORK:
+            if not _has_region_ancestor(ev):
+                library[NOT_WORK] = library.get(NOT_WORK, 0.0) + ms
+            continue
         library[ev.name] = library.get(ev.name, 0.0) + ms
         if _has_region_ancestor(ev):
             own_ms -= ms  # a library op called from inside the extension is not the candidate's work
-    return max(own_ms, 0.0), library, own_kernels
+    return max(own_ms, 0.0), library, own_kernels, seen, disowned
 
 
 def measure_work_share(
     call: Callable[[], Any],
     *,
     device: str,
-    own_kernel_names: tuple[str, ...],
+    own: KernelMatcher,
+    not_own: frozenset[str] = frozenset(),
     repeats: int = 5,
     target_ms: float = WORK_SHARE_TARGET_MS,
     max_calls: int = WORK_SHARE_MAX_CALLS,
 ) -> WorkShare:
-    """Profile `call` and attribute time per call: on CUDA by kernel (own = the candidate's
-    __global__ / Triton kernel names), on the CPU by aten op (inside vs outside the extension's regions).
+    """Profile `call` and attribute time per call: on CUDA by kernel (own: the candidate's
+    __global__ kernels read from its built libraries, and its Triton kernels, matched exactly;
+    never a kernel in `not_own`, the reference's), on the CPU by aten op (inside vs outside the
+    extension's regions).
 
     Each of `repeats` profiled rounds runs enough calls to cover about `target_ms` (an op of a few
     microseconds is mostly profiler and thread wake-up noise on its own), and the fastest round is
@@ -208,18 +236,28 @@ def measure_work_share(
     calls = max(1, min(max_calls, math.ceil(target_ms / max(call_ms, 1e-3))))
     best: tuple[float, dict[str, float], list[str]] | None = None
     kernels: set[str] = set()
+    seen: set[str] = set()
+    disowned: set[str] = set()
     for _ in range(repeats):
         with profile(activities=activities) as prof:
             run(calls)
-        own_ms, library, own_kernels = _attribute(prof, device, own_kernel_names)
+        own_ms, library, own_kernels, round_seen, round_disowned = _attribute(prof, device, own, not_own)
         own_ms, library = own_ms / calls, {name: ms / calls for name, ms in library.items()}
         kernels.update(own_kernels)
+        seen |= round_seen
+        disowned |= round_disowned
         if best is None or own_ms + sum(library.values()) < best[0] + sum(best[1].values()):
             best = (own_ms, library, own_kernels)
     assert best is not None
-    share = WorkShare(device=device, own_ms=best[0], library_ms=sum(best[1].values()), calls_per_round=calls)
-    share.top_library_ops = sorted(best[1].items(), key=lambda kv: -kv[1])[:3]
+    library_ops = dict(best[1])
+    not_work = library_ops.pop(NOT_WORK, 0.0)
+    share = WorkShare(
+        device=device, own_ms=best[0], library_ms=sum(library_ops.values()), not_work_ms=not_work, calls_per_round=calls
+    )
+    share.top_library_ops = sorted(library_ops.items(), key=lambda kv: -kv[1])[:3]
     share.own_kernels = sorted(kernels)
+    share.kernels = seen
+    share.disowned = sorted(disowned)
     return share
 
 
@@ -239,19 +277,23 @@ def output_settles(output: Any, *, device: str, wait_s: float = 0.05) -> bool:
     )
 
 
+def _tensors(value: Any) -> list[torch.Tensor]:
+    items = value if isinstance(value, list | tuple) else [value]
+    return [t for t in items if isinstance(t, torch.Tensor) and t.numel() > 0]
+
+
+def _spans(tensors: list[torch.Tensor]) -> list[tuple[int, int]]:
+    return [
+        (t.untyped_storage().data_ptr(), t.untyped_storage().data_ptr() + t.untyped_storage().nbytes()) for t in tensors
+    ]
+
+
+def shares_memory(output: Any, others: Any) -> bool:
+    """Does any output tensor share memory with any tensor in `others`?"""
+    spans = _spans(_tensors(others))
+    return any(start < hi and lo < end for start, end in _spans(_tensors(output)) for lo, hi in spans)
+
+
 def aliases_input(output: Any, inputs: list[Any]) -> bool:
     """Does any output tensor share memory with an input?"""
-    outs = [t for t in (output if isinstance(output, list | tuple) else [output]) if isinstance(t, torch.Tensor)]
-    spans = []
-    for x in inputs:
-        if isinstance(x, torch.Tensor) and x.numel() > 0:
-            storage = x.untyped_storage()
-            spans.append((storage.data_ptr(), storage.data_ptr() + storage.nbytes()))
-    for t in outs:
-        if t.numel() == 0:
-            continue
-        start = t.untyped_storage().data_ptr()
-        end = start + t.untyped_storage().nbytes()
-        if any(start < hi and lo < end for lo, hi in spans):
-            return True
-    return False
+    return shares_memory(output, list(inputs))

@@ -46,6 +46,12 @@ NON_OPS = frozenset(
 PROFILED_NOT_WORK = frozenset(f"aten::{op}" for op in NOT_WORK_OPS)
 """aten op names in a profile that do not count as library work."""
 
+NOT_WORK_KERNEL_MARKERS = ("FillFunctor", "direct_copy_kernel")
+"""Parts of the names of ATen's GPU kernels for the not-work ops above (zeros/full/fill_, and
+copy_/clone/contiguous/to): in a CUDA profile they count as neither library work nor the
+candidate's (only kernels in PyTorch's namespaces are matched, so a candidate cannot name its
+own work like them)."""
+
 CALLED_NOT_WORK = NOT_WORK_OPS | TENSOR_MAKERS | NON_OPS
 """Names of `torch.NAME(...)` (Python) and `torch::NAME` / `at::NAME` (C++) calls that are no fallback."""
 

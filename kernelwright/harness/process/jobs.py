@@ -25,7 +25,6 @@ class WorkerJob(BaseModel):
     out_dir: Path = Field(description="Where this worker writes its own outputs.")
     build_cache: Path
     num_threads: int | None = None
-    own_kernel_names: list[str] = Field(default_factory=list)
     timing: TimingPlan | None = None
     baselines: list[str] = Field(default_factory=list, description="What the candidate is timed against.")
 
@@ -34,7 +33,6 @@ class CandidateAssignment(BaseModel):
     """Sent to a candidate worker started ahead without a candidate (`candidate JSON` on stdin)."""
 
     candidate_path: Path
-    own_kernel_names: list[str] = Field(default_factory=list)
 
 
 class TrialRequest(BaseModel):
@@ -49,6 +47,14 @@ class WorkShareRequest(BaseModel):
     """`workshare JSON`: profile the candidate and the reference on each plan's inputs."""
 
     plans: list[TrialPlan]
+    own_exact: list[str] = Field(
+        default_factory=list, description="The candidate's CUDA kernels, demangled, read from its built libraries."
+    )
+    own_names: list[str] = Field(
+        default_factory=list,
+        description="Kernel names matched by function name: Triton kernels, and the source's CUDA kernels when "
+        "the libraries could not be read.",
+    )
 
 
 class WorkerMessage(BaseModel):

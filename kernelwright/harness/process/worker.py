@@ -162,6 +162,9 @@ class CandidateSession:
                 "result", "build", ok=False, reason="malformed_candidate", detail="the file defines no class ModelNew"
             )
             return False
+        # The model is made now, under the build's time limit: a candidate may build its
+        # extension in __init__ (a source made at run time), which is a build, not a call.
+        self._ensure_model()
         self._check_tampering()
         self.chan.send(
             "result",
@@ -251,23 +254,31 @@ class CandidateSession:
         if modified:
             record["modified_inputs"] = modified
         torch.save(_to_cpu(output), job.out_dir / f"candidate_{plan.index}.pt")
-        del output
-        if repeat:
+        if repeat:  # the first output stays alive: memory it still holds cannot be handed out again
             with torch.no_grad():
                 again = self.model(*before)
+            if job.device == "cuda":
+                torch.cuda.synchronize()
+            if dynamic_checks.shares_memory(again, output):
+                record["output_reused"] = True
             torch.save(_to_cpu(again), job.out_dir / f"candidate_{plan.index}_repeat.pt")
             del again
+        del output
         record["devices"] = [str(o.device) for o in outs if isinstance(o, torch.Tensor)]
         self.chan.send("result", "trial", **record, status="ok", rejections=self.rejections)
 
-    def workshare(self, plans: list[TrialPlan]) -> None:
-        """Profile the candidate and the reference on every shape (`plans`: the default shapes and
+    def workshare(self, request: WorkShareRequest) -> None:
+        """Profile the reference and the candidate on every shape (`plans`: the default shapes and
         each variant, on inputs drawn now): how much of the work did library ops do, against the
         reference's whole forward? The last profiled call's output is saved for the reference's
         process to check: a candidate that behaves differently while profiled is caught there."""
         import torch
 
+        from kernelwright.harness.build.symbols import KernelMatcher
         from kernelwright.harness.checks import dynamic as dynamic_checks
+
+        plans = request.plans
+        own = KernelMatcher(request.own_exact, request.own_names)
 
         self.chan.send("phase", "workshare")
         shares: list[dict[str, Any]] = []
@@ -282,14 +293,14 @@ class CandidateSession:
                 def call(inputs: list[Any] = inputs, kept: list[Any] = kept) -> None:
                     kept[0] = self.model(*inputs)
 
-                self.recorder.profiling = True
                 try:
                     with torch.no_grad():
-                        share = dynamic_checks.measure_work_share(
-                            call, device=self.job.device, own_kernel_names=tuple(self.job.own_kernel_names)
-                        )
                         ref_share = dynamic_checks.measure_work_share(
-                            functools.partial(reference, *inputs), device=self.job.device, own_kernel_names=()
+                            functools.partial(reference, *inputs), device=self.job.device, own=KernelMatcher()
+                        )
+                        self.recorder.profiling = True
+                        share = dynamic_checks.measure_work_share(
+                            call, device=self.job.device, own=own, not_own=frozenset(ref_share.kernels)
                         )
                 except Exception as exc:  # profiling is evidence, not a verdict: report that it failed
                     shares.append({"plan": plan.model_dump(), "error": f"{type(exc).__name__}: {exc}"})
@@ -306,8 +317,11 @@ class CandidateSession:
                         "library_ms": share.library_ms,
                         "own_fraction": share.own_fraction,
                         "reference_ms": ref_share.library_ms,
+                        "not_work_ms": share.not_work_ms,
+                        "reference_not_work_ms": ref_share.not_work_ms,
                         "top_library_ops": share.top_library_ops,
                         "own_kernels": share.own_kernels,
+                        "disowned_kernels": share.disowned,
                         "ext_calls": sum(self.recorder.calls.values()) - calls_before,
                         "device": share.device,
                         "calls_per_round": share.calls_per_round,
@@ -395,7 +409,7 @@ def main(argv: list[str]) -> int:
         if command != "candidate":
             return 0
         assignment = CandidateAssignment.model_validate_json(argument)
-        job.candidate_path, job.own_kernel_names = assignment.candidate_path, assignment.own_kernel_names
+        job.candidate_path = assignment.candidate_path
     if not session.build() or job.mode == "build":
         return 0
     while True:  # the harness drives the phases: trials, work share, timing, in its order
@@ -404,7 +418,7 @@ def main(argv: list[str]) -> int:
             request = TrialRequest.model_validate_json(argument)
             session.trial(request.plan, request.repeat)
         elif command == "workshare":
-            session.workshare(WorkShareRequest.model_validate_json(argument).plans)
+            session.workshare(WorkShareRequest.model_validate_json(argument))
         elif command == "timing":
             session.timing(int(argument or 0))
         else:

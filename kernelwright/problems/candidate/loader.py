@@ -52,7 +52,8 @@ def load_candidate(
     """Run the candidate file at `path` as the module `kernelwright_candidate`, its extensions
     built in (or taken from) the build cache under `build_cache_root`.
 
-    Every build is appended to `builds` (name, key, cached, seconds; `fast` for the fast form),
+    Every build is appended to `builds` (name, key, cached, seconds, the built library's path;
+    `fast` for the fast form),
     and every function an extension hands out is passed through `wrap` first. Whatever the file
     raises (a SyntaxError, a compiler error) propagates."""
     _route_builds(Path(build_cache_root), wrap, builds if builds is not None else [])
@@ -106,7 +107,16 @@ def _patch_cpp_extension() -> None:
             bound.arguments["build_directory"] = str(folder)
             bound.arguments["verbose"] = True  # the compiler's commands and output go to the build log
             module = original(*bound.args, **bound.kwargs)
-            builds.append({"name": name, "key": key[:24], "cached": cached, "seconds": time.perf_counter() - start})
+            library = getattr(module, "__file__", None)  # the built shared object: its symbols are the candidate's own
+            builds.append(
+                {
+                    "name": name,
+                    "key": key[:24],
+                    "cached": cached,
+                    "seconds": time.perf_counter() - start,
+                    "library": str(library) if library else None,
+                }
+            )
         if wrap is not None and isinstance(module, types.ModuleType):
             return _wrap_module(module, name, wrap)
         return module

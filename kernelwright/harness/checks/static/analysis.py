@@ -44,6 +44,9 @@ class CandidateAnalysis:
     triton_kernels: tuple[str, ...]
     torch_ops_in_forward: tuple[str, ...]
     findings: tuple[Finding, ...]
+    half_kernels: tuple[str, ...] = ()
+    """`__global__` kernels whose parameters are half/bf16 types: rejected if one runs (float32 problem)."""
+    fp32: bool = True
 
     @property
     def own_kernels(self) -> tuple[str, ...]:
@@ -136,6 +139,8 @@ def analyze_candidate(source: str, *, problem_dtype: str = "float32") -> Candida
         triton_kernels=tuple(module.triton_kernels),
         torch_ops_in_forward=ops,
         findings=findings,
+        half_kernels=tuple(sorted(cpp.half_kernels)) if fp32 else (),
+        fp32=fp32,
     )
 
 

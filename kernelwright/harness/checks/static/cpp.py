@@ -52,6 +52,7 @@ class CppFacts:
     referenced: set[str] = field(default_factory=set)  # identifiers used outside their definition
     bound_functions: set[str] = field(default_factory=set)  # m.def("name", ...)
     torch_ops: list[str] = field(default_factory=list)
+    half_kernels: set[str] = field(default_factory=set)  # __global__ kernels whose signature takes half types
 
 
 def _leaves(node: Node) -> set[str]:
@@ -100,7 +101,7 @@ class _SourceChecker:
         self.good_streams: set[str] = set()
         self.bad_streams: set[str] = set()
         self.static_pointers: set[str] = set()
-        self.precision_seen: set[str] = set()
+        self.precision_seen: set[tuple[str, str]] = set()
 
     def where(self, node: Node) -> tuple[int | None, str]:
         row = node.start_point.row
@@ -191,12 +192,19 @@ class _SourceChecker:
                 self.facts.bound_functions.add(text(first).strip('"'))
         if self.fp32 and name.startswith(_HALF_CALL_PREFIXES):
             self._precision(name, node)
-        if not _is_device_code(_enclosing_function(node)):
+        if config is None and not _is_device_code(_enclosing_function(node)):  # a launch is not an ATen call
             self._torch_call(node, function, name, qualified)
 
     def _torch_call(self, node: Node, function: Node | None, name: str, qualified: str) -> None:
         head = qualified.split("::")[0]
-        if head in ("torch", "at") and "::cuda::" not in qualified and name not in CALLED_NOT_WORK:
+        if _bypasses_dispatcher(qualified, name):
+            self.facts.torch_ops.append(qualified)
+            what = (
+                f"Calls PyTorch's kernel {qualified} directly, bypassing the dispatcher: the profiler cannot see "
+                "that work, so it cannot be counted (as the candidate's or as PyTorch's)"
+            )
+            self.add("torch_fallback", what, node, "reject")
+        elif head in ("torch", "at") and "::cuda::" not in qualified and name not in CALLED_NOT_WORK:
             if qualified.count("::") >= 1 and not name[:1].isupper():
                 self.facts.torch_ops.append(qualified)
                 self.add("torch_fallback", f"Calls the PyTorch op {qualified} from C++", node, "flag")
@@ -228,8 +236,11 @@ class _SourceChecker:
         at_namespace_scope = node.parent is not None and node.parent.type in ("translation_unit", "declaration_list")
         if "Tensor" in type_text and (_is_static(node) or at_namespace_scope):
             names = ", ".join(_declared_name(d) for d in declarators)
-            what = f"Keeps a tensor in a static/global variable '{names}' across calls (a result cache)"
-            self.add("input_cache", what, node, "reject")
+            what = (
+                f"Keeps a tensor in a static/global variable '{names}' across calls: a scratch buffer is fine, "
+                "a result cache fails the checks on fresh inputs, and a returned buffer is `output_reused`"
+            )
+            self.add("input_cache", what, node, "flag")
 
     def _comparison(self, node: Node) -> None:
         if text(node.child_by_field_name("operator")) not in ("==", "!="):
@@ -261,11 +272,98 @@ class _SourceChecker:
                 self.add("side_stream", f"Starts host work on another thread with {qualified}", node, "reject")
 
     def _precision(self, token: str, node: Node) -> None:
-        if token in self.precision_seen:
+        """Reduced precision is judged on what runs. A `__global__` kernel that uses a half type
+        (in its parameters or its body) is recorded, and the work share rejects it if it runs; a
+        mention in host code that only a half input would reach (a dispatch macro, a `case
+        kHalf:`, an `if (dtype == kHalf)` branch, a dtype comparison) is a flag; anything else
+        (a `__device__` helper, ungated host code) is a rejection."""
+        function = _enclosing_function(node)
+        severity: Severity = "reject"
+        kernel = _global_kernel_of(node)
+        if kernel is not None:
+            self.facts.half_kernels.add(kernel)
+            severity = "flag"
+        elif not _is_device_code(function) and _dtype_gated(node):
+            severity = "flag"
+        if (token, severity) in self.precision_seen:
             return
-        self.precision_seen.add(token)
-        what = f"Uses reduced precision ({token}) in a float32 problem"
-        self.add("precision_downgrade", what, node, "reject")
+        self.precision_seen.add((token, severity))
+        if severity == "flag":
+            what = f"Mentions reduced precision ({token}) where only a half/bf16 input or kernel would use it"
+        else:
+            what = f"Uses reduced precision ({token}) in a float32 problem"
+        self.add("precision_downgrade", what, node, severity)
+
+
+# ATen's per-backend kernel namespaces: a call there runs PyTorch's kernel without the dispatcher,
+# so torch.profiler records no op for it (`at::cuda::` also holds utilities: only op names count).
+_DIRECT_KERNEL_NAMESPACES = (
+    "at::cpu::",
+    "at::native::",
+    "at::meta::",
+    "at::compositeexplicitautograd::",
+    "at::compositeexplicitautogradnonfunctional::",
+    "at::compositeimplicitautograd::",
+)
+
+
+def _bypasses_dispatcher(qualified: str, name: str) -> bool:
+    if qualified.startswith(_DIRECT_KERNEL_NAMESPACES):
+        return True
+    if qualified.startswith("at::cuda::") and qualified.count("::") == 2:
+        import torch  # the op registry: at::cuda::add is an op, at::cuda::getCurrentCUDAStream is not
+
+        return hasattr(torch.ops.aten, name)
+    return False
+
+
+_HALF_WORDS = _HALF_TYPES | _HALF_QUALIFIED | {"Float16", "kFloat16"}
+
+
+def _mentions_half(node: Node | None) -> bool:
+    return node is not None and bool(_leaves(node) & _HALF_WORDS)
+
+
+def _contains(outer: Node | None, inner: Node) -> bool:
+    return outer is not None and outer.start_byte <= inner.start_byte and inner.end_byte <= outer.end_byte
+
+
+def _dtype_gated(node: Node) -> bool:
+    """Is `node` reached only for a half/bf16 input: inside a dtype comparison, a dispatch
+    macro's arguments, a `case` labelled with a half type, or an `if` on a half dtype (its
+    condition or its then-branch)?"""
+    child, parent = node, node.parent
+    while parent is not None and parent.type != "function_definition":
+        kind = parent.type
+        if kind == "binary_expression" and text(parent.child_by_field_name("operator")) in ("==", "!="):
+            return True
+        if kind == "call_expression" and _function_name(parent.child_by_field_name("function")).startswith(
+            "AT_DISPATCH"
+        ):
+            return True
+        if kind == "case_statement" and _mentions_half(parent.child_by_field_name("value")):
+            return True
+        if kind == "if_statement":
+            condition = parent.child_by_field_name("condition")
+            if _mentions_half(condition) and (
+                _contains(condition, child) or _contains(parent.child_by_field_name("consequence"), child)
+            ):
+                return True
+        child, parent = parent, parent.parent
+    return False
+
+
+def _global_kernel_of(node: Node) -> str | None:
+    """The `__global__` kernel `node` is in (signature or body), if any."""
+    parent = node.parent
+    while parent is not None and parent.type != "function_definition":
+        parent = parent.parent
+    if parent is None or not any(c.type == "__global__" for c in parent.children):
+        return None
+    declarator = parent.child_by_field_name("declarator")
+    while declarator is not None and declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    return _function_name(declarator.child_by_field_name("declarator")) if declarator is not None else None
 
 
 def _is_static(node: Node) -> bool:

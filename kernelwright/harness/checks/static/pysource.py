@@ -310,6 +310,8 @@ class PyModule:
             cuda = _EMPTY
         functions, functions_ok = self._functions(args.get("functions"))
         with_cuda = "with_cuda" in args and text(args["with_cuda"]) == "True"
+        # CUDA sources the reader cannot resolve (made in __init__, an f-string) are still CUDA.
+        with_cuda = with_cuda or ("cuda_sources" in args and args["cuda_sources"].type != "none" and not cuda.ok)
         ext = ExtensionCall(call, self._ext_name(args), cpp, cuda, functions, functions_ok, with_cuda=with_cuda)
         ext.holders = self._holders(call)
         return ext

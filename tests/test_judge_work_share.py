@@ -1,0 +1,105 @@
+"""The work-share verdict on recorded profiler figures: the policies, kernels named like the
+reference's, and reduced precision judged on the kernels that ran."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kernelwright.harness import judge
+from kernelwright.harness.checks.static.analysis import analyze_candidate
+from kernelwright.harness.result import EvalResult
+from kernelwright.harness.verdicts import Reason, Verdict
+from tests.test_static_analysis import CUDA_SRC, cuda_candidate
+
+OWN = "relu_kernel(float const*, float*, int)"
+GEMM = "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32"
+
+
+def _share(own_ms: float, library_ms: float, reference_ms: float, **extra: Any) -> dict[str, Any]:
+    return {
+        "plan": {"variant": None},
+        "own_ms": own_ms,
+        "library_ms": library_ms,
+        "reference_ms": reference_ms,
+        "own_kernels": [OWN] if own_ms else [],
+        "top_library_ops": [(GEMM, library_ms)] if library_ms else [],
+        "ext_calls": 4,
+        "device": "cuda",
+        **extra,
+    }
+
+
+def _judge(shares: list[dict[str, Any]], policy: str = "strict", source: str | None = None) -> EvalResult:
+    result = EvalResult(problem="p", candidate="c.py", verdict=Verdict.CORRECT, device="cuda")
+    judge.judge_work_share(result, shares, analyze_candidate(source or cuda_candidate()), policy)
+    return result
+
+
+def test_strict_rejects_a_library_gemm_with_an_own_epilogue() -> None:
+    result = _judge([_share(own_ms=0.15, library_ms=0.85, reference_ms=1.0)])
+    assert (result.verdict, result.reason) == (Verdict.REJECTED, Reason.TORCH_FALLBACK)
+    assert result.library_share == pytest.approx(0.85)
+
+
+def test_engineering_accepts_it_and_reports_the_library_share() -> None:
+    result = _judge([_share(own_ms=0.15, library_ms=0.85, reference_ms=1.0)], policy="engineering")
+    assert result.verdict == Verdict.CORRECT and result.policy == "engineering"
+    assert result.library_share == pytest.approx(0.85)
+    assert "library share 85%" in result.message
+
+
+@pytest.mark.parametrize("variant_own", [0.001, 0.0])
+def test_engineering_still_needs_own_kernels_on_the_hot_path_of_every_shape(variant_own: float) -> None:
+    shares = [
+        _share(own_ms=0.3, library_ms=0.7, reference_ms=1.0),
+        {**_share(own_ms=variant_own, library_ms=0.7, reference_ms=0.7), "plan": {"variant": 0}},
+    ]
+    result = _judge(shares, policy="engineering")
+    assert result.verdict == Verdict.REJECTED
+    assert result.reason in (Reason.TORCH_FALLBACK, Reason.KERNEL_NOT_LAUNCHED)
+    assert "variant 0" in result.message
+
+
+def test_own_kernel_named_like_the_references_counts_as_library() -> None:
+    share = _share(own_ms=0.0, library_ms=1.0, reference_ms=1.0, disowned_kernels=["kernel"])
+    result = _judge([share], policy="engineering")
+    assert (result.verdict, result.reason) == (Verdict.REJECTED, Reason.KERNEL_NOT_LAUNCHED)
+    assert "named like the reference's" in result.message
+
+
+def test_a_half_kernel_that_runs_in_a_float32_problem_is_a_downgrade() -> None:
+    half_kernel = "__global__ void relu_half(const __half* x, __half* y, int n) { }\n"
+    source = cuda_candidate(
+        cuda_src=CUDA_SRC.replace("torch::Tensor relu_cuda", half_kernel + "torch::Tensor relu_cuda")
+    )
+    ran = {
+        **_share(own_ms=1.0, library_ms=0.0, reference_ms=1.0),
+        "own_kernels": ["relu_half(__half const*, __half*, int)"],
+    }
+    result = _judge([ran], source=source)
+    assert (result.verdict, result.reason) == (Verdict.REJECTED, Reason.PRECISION_DOWNGRADE)
+    not_ran = _share(own_ms=1.0, library_ms=0.0, reference_ms=1.0)
+    assert _judge([not_ran], source=source).verdict == Verdict.CORRECT
+
+
+def test_a_template_instantiated_on_half_is_a_downgrade() -> None:
+    share = {
+        **_share(own_ms=1.0, library_ms=0.0, reference_ms=1.0),
+        "own_kernels": ["void k<c10::Half>(c10::Half const*)"],
+    }
+    assert _judge([share]).reason == Reason.PRECISION_DOWNGRADE
+
+
+def test_fills_and_copies_are_no_library_work_unless_the_reference_only_copies() -> None:
+    """torch::zeros for the output is allocation, not PyTorch doing the work; but for a problem
+    whose reference is a copy, a candidate's `.contiguous()` is the whole job done by PyTorch."""
+    zeros_then_own = {**_share(own_ms=1.0, library_ms=0.0, reference_ms=1.0), "not_work_ms": 0.8}
+    assert _judge([zeros_then_own]).verdict == Verdict.CORRECT
+    copy_problem = {
+        **_share(own_ms=0.01, library_ms=0.0, reference_ms=0.0),
+        "not_work_ms": 1.0,
+        "reference_not_work_ms": 1.0,
+    }
+    assert _judge([copy_problem]).reason == Reason.TORCH_FALLBACK
