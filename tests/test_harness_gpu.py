@@ -31,7 +31,8 @@ def _write(folder: Path, case: Case) -> Path:
 @pytest.fixture(scope="module")
 def gpu_results(tmp_path_factory: pytest.TempPathFactory, shared_home: Path) -> dict[str, EvalResult]:
     folder = tmp_path_factory.mktemp("gpu-cases")
-    results = evaluate(resolve_problem("relu"), [_write(folder, c) for c in CASES], _opts(shared_home))
+    # Timing on: some cases cheat only inside the timed loop.
+    results = evaluate(resolve_problem("relu"), [_write(folder, c) for c in CASES], _opts(shared_home, timing=True))
     return {Path(r.candidate).stem: r for r in results}
 
 
@@ -39,9 +40,7 @@ def gpu_results(tmp_path_factory: pytest.TempPathFactory, shared_home: Path) -> 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_gpu_case_gets_its_verdict(gpu_results: dict[str, EvalResult], case: Case) -> None:
     result = gpu_results[case.name]
-    assert (result.verdict.value, result.reason.value if result.reason else None) == (case.verdict, case.reason), (
-        result.message
-    )
+    assert case.accepts(result.verdict.value, result.reason.value if result.reason else None), result.message
 
 
 def test_hidden_side_stream_is_rejected_at_default_size(tmp_path: Path, shared_home: Path) -> None:
