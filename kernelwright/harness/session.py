@@ -332,9 +332,7 @@ def _run_trials(
     result.stderr_tail = worker.stderr_tail(3000)
     judge.judge_trials(result, constants, rejections)
     if result.reason == Reason.OUTPUT_MISMATCH and analysis.half_kernels:
-        result.message += (
-            f"; note: {', '.join(analysis.half_kernels)} compute in half precision in a float32 problem"
-        )
+        result.message += f"; note: {', '.join(analysis.half_kernels)} compute in half precision in a float32 problem"
     return result if result.verdict != Verdict.CORRECT else None
 
 
