@@ -103,3 +103,13 @@ def test_fills_and_copies_are_no_library_work_unless_the_reference_only_copies()
         "reference_not_work_ms": 1.0,
     }
     assert _judge([copy_problem]).reason == Reason.TORCH_FALLBACK
+
+
+def test_kernels_on_a_stream_the_reference_does_not_use_are_a_side_stream() -> None:
+    """The profiler sees every stream: work hidden from the timer's events is found by stream."""
+    share = {**_share(own_ms=0.02, library_ms=0.0, reference_ms=0.02), "streams": [7, 13], "reference_streams": [7]}
+    result = _judge([share], policy="engineering")
+    assert (result.verdict, result.reason) == (Verdict.REJECTED, Reason.SIDE_STREAM)
+    assert "[13]" in result.message
+    same = {**share, "streams": [7]}
+    assert _judge([same]).verdict == Verdict.CORRECT

@@ -34,7 +34,8 @@ def test_every_reason_has_a_consistent_entry() -> None:
         assert info.decided and set(info.decided) <= set(STAGES), reason
         assert info.policies and info.policies <= set(POLICIES), reason
         assert info.why.strip() and "|" not in info.why, reason
-    assert [r for r, i in REASONS.items() if i.policies != BOTH] == [Reason.TORCH_FALLBACK]
+    assert all(i.policies == BOTH for i in REASONS.values())  # every hack is rejected under both policies
+    assert [r for r, i in REASONS.items() if i.policy_rules] == [Reason.TORCH_FALLBACK]  # the one that differs
     sandbox = [r for r, i in REASONS.items() if i.decides == "strict_sandbox"]
     assert sandbox == [Reason.NETWORK_ACCESS, Reason.WRITE_OUTSIDE_SCRATCH]
 
@@ -66,7 +67,7 @@ def test_eval_explain_needs_no_problem() -> None:
     assert result.output.startswith("torch_fallback: rejected")
     words = " ".join(result.output.split())  # the rationale is wrapped for the terminal
     assert REASONS[Reason.TORCH_FALLBACK].why in words
-    assert "engineering: does not apply" in words
+    assert "engineering: applies, as: own kernels at least 5%" in words
 
 
 def test_eval_explain_of_an_unknown_code_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -180,6 +180,14 @@ def judge_work_share(
                 f"forward never called the candidate's extension{where}; the work was done by {top or 'PyTorch'}"
             )
             return
+        side = sorted(set(share.get("streams", [])) - set(share.get("reference_streams", [])))
+        if side and share.get("reference_streams"):
+            result.verdict, result.reason = Verdict.REJECTED, Reason.SIDE_STREAM
+            result.message = (
+                f"the candidate's kernels ran on device stream(s) {side}{where}, where the reference's run on "
+                f"{sorted(share['reference_streams'])} (the current stream): work on another stream escapes the timer"
+            )
+            return
         disowned = share.get("disowned_kernels") or []
         if disowned and not any(f.code == "kernel_named_like_reference" for f in result.flags):
             result.flags.append(

@@ -35,7 +35,6 @@ POLICIES: dict[Policy, str] = {
     "kernels on the hot path; their share is reported",
 }
 BOTH: frozenset[Policy] = frozenset({"strict", "engineering"})
-STRICT: frozenset[Policy] = frozenset({"strict"})
 
 
 @dataclass(frozen=True)
@@ -49,6 +48,8 @@ class ReasonInfo:
     """What the candidate did and why that does not count, for a sceptical kernel engineer."""
     policies: frozenset[Policy] = BOTH
     """The policies under which this reason rejects (`POLICIES`)."""
+    policy_rules: tuple[tuple[Policy, str], ...] = ()
+    """How the rule differs under a policy, where it does (shown by `--explain` and in the table)."""
     decides: Decides = "always"
     """`strict_sandbox`: a flag in best-effort sandbox mode, the verdict under `--sandbox strict`;
     `flag_only`: shown as a flag, never the verdict today (other checks catch the harm)."""
@@ -63,7 +64,9 @@ class ReasonInfo:
 
     @property
     def policy_text(self) -> str:
-        return "both" if self.policies == BOTH else " + ".join(sorted(self.policies))
+        text = "both" if self.policies == BOTH else " + ".join(sorted(self.policies))
+        rules = "; ".join(f"{name}: {rule}" for name, rule in self.policy_rules)
+        return f"{text} ({rules})" if rules else text
 
 
 _ENTRIES = (
@@ -162,6 +165,10 @@ _ENTRIES = (
         "50% of the reference's whole forward time on some profiled shape. The speedup would then be PyTorch's, not "
         "the candidate's. Under `engineering` library ops may do part of the work, but the candidate's own kernels "
         "must take at least 5% of its profiled time on every shape.",
+        policy_rules=(
+            ("strict", "library ops below 50% of the reference's time"),
+            ("engineering", "own kernels at least 5% of the candidate's time; library share reported"),
+        ),
     ),
     ReasonInfo(
         Reason.CALLS_REFERENCE,
@@ -196,8 +203,9 @@ _ENTRIES = (
     ReasonInfo(
         Reason.SIDE_STREAM,
         Verdict.REJECTED,
-        ("static", "timing"),
-        "Work runs where the timer does not look: a side CUDA stream or a host thread (in the source), or a "
+        ("static", "work_share", "timing"),
+        "Work runs where the timer does not look: a side CUDA stream or a host thread (in the source), kernels on a "
+        "device stream the reference's kernels do not use (in the profiled calls, whatever the source hides), or a "
         "synchronised wall time far above the CUDA-event time while the baselines' are not (in the timing phase). "
         "Events on the current stream do not see that work, so the measured time understates the real one.",
     ),
@@ -450,8 +458,11 @@ def explain(code: str) -> str:
     """A few lines on one reason, for `kernelwright eval --explain`."""
     info = lookup(code)
     where = "\n".join(f"  {stage}: {STAGES[stage]}" for stage in info.decided)
+    rules = dict(info.policy_rules)
     policy = "\n".join(
-        f"  {name}: {'applies' if name in info.policies else 'does not apply'} ({text})"
+        f"  {name}: {'applies' if name in info.policies else 'does not apply'}"
+        + (f", as: {rules[name]}" if name in rules else "")
+        + f" ({text})"
         for name, text in POLICIES.items()
     )
     return (

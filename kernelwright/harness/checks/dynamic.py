@@ -136,6 +136,8 @@ class WorkShare:
     calls_per_round: int = 1
     kernels: set[str] = field(default_factory=set)
     """Every GPU kernel seen (the reference's are what an own kernel may not be named like)."""
+    streams: set[int] = field(default_factory=set)
+    """The device streams its kernels ran on (the reference's: the current stream only)."""
     disowned: list[str] = field(default_factory=list)
     """Kernels the candidate's names matched but the reference launches too: counted as library."""
 
@@ -152,6 +154,15 @@ def _has_region_ancestor(event: Any) -> bool:
             return True
         parent = parent.cpu_parent
     return False
+
+
+def device_streams(prof: Any) -> set[int]:
+    """The device streams (CUPTI's ids) that the profiled calls' kernels and copies ran on."""
+    return {
+        int(ev.device_resource_id)
+        for ev in prof.events()
+        if getattr(ev, "device_type", None) == torch.autograd.DeviceType.CUDA and not ev.name.startswith(REGION_PREFIX)
+    }
 
 
 def _attribute(
@@ -238,6 +249,7 @@ def measure_work_share(
     kernels: set[str] = set()
     seen: set[str] = set()
     disowned: set[str] = set()
+    streams: set[int] = set()
     for _ in range(repeats):
         with profile(activities=activities) as prof:
             run(calls)
@@ -246,6 +258,7 @@ def measure_work_share(
         kernels.update(own_kernels)
         seen |= round_seen
         disowned |= round_disowned
+        streams |= device_streams(prof) if device == "cuda" else set()
         if best is None or own_ms + sum(library.values()) < best[0] + sum(best[1].values()):
             best = (own_ms, library, own_kernels)
     assert best is not None
@@ -258,6 +271,7 @@ def measure_work_share(
     share.own_kernels = sorted(kernels)
     share.kernels = seen
     share.disowned = sorted(disowned)
+    share.streams = streams
     return share
 
 

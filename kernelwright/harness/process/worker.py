@@ -318,6 +318,8 @@ class CandidateSession:
                         "own_fraction": share.own_fraction,
                         "reference_ms": ref_share.library_ms,
                         "not_work_ms": share.not_work_ms,
+                        "streams": sorted(share.streams),
+                        "reference_streams": sorted(ref_share.streams),
                         "reference_not_work_ms": ref_share.not_work_ms,
                         "top_library_ops": share.top_library_ops,
                         "own_kernels": share.own_kernels,
