@@ -253,6 +253,68 @@ def _count_not_work(share: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _own_work_vanished(result: EvalResult, share: dict[str, Any], timing: dict[str, Any]) -> bool:
+    own, library = float(share.get("own_ms", 0.0)), float(share.get("library_ms", 0.0))
+    host, inside = float(timing.get("candidate_host_s", 0.0)), float(timing.get("extension_s", 0.0))
+    if own + library <= 0 or host <= 0:
+        return False
+    profiled, timed = own / (own + library), inside / host
+    if profiled < PROFILE_OWN_SHARE_MIN or timed >= PROFILE_OWN_SHARE_RATIO * profiled:
+        return False
+    result.speedups.clear()
+    result.verdict, result.reason = Verdict.REJECTED, Reason.PROFILE_MISMATCH
+    result.message = (
+        f"while profiled, the candidate's own extension did {profiled:.0%} of its work; while timed, its calls "
+        f"spent only {timed:.0%} of their time inside it: it does something else when not watched"
+    )
+    return True
+
+
+# A baseline timed in the candidate's process this much slower than in the clean process (and
+# outside both confidence intervals) disagrees with it.
+BASELINE_SLOWDOWN = 1.5
+
+
+def baselines_slowed(result: EvalResult, clean: dict[str, dict[str, float]]) -> list[str]:
+    """The baselines the candidate's process timed far slower than the clean process did."""
+    slowed = []
+    for name, figures in clean.items():
+        beside = result.timings.get(name)
+        if beside is None or figures.get("median_ms", 0.0) <= 0:
+            continue
+        if beside.median_ms > BASELINE_SLOWDOWN * figures["median_ms"] and beside.ci_low_ms > figures["ci_high_ms"]:
+            slowed.append(name)
+    return slowed
+
+
+def judge_baselines(
+    result: EvalResult, clean: dict[str, dict[str, float]], slowed: list[str], still_slowed: list[str]
+) -> None:
+    """`slowed`: baselines slower beside the candidate than in the clean process; `still_slowed`:
+    those still slower after the clean process timed them again."""
+
+    def figures(names: list[str]) -> str:
+        return ", ".join(
+            f"{n} {result.timings[n].median_ms:.4f} ms beside it, {clean[n]['median_ms']:.4f} ms clean" for n in names
+        )
+
+    if still_slowed:
+        result.speedups.clear()
+        result.verdict, result.reason = Verdict.REJECTED, Reason.BASELINE_TAMPERED
+        result.message = (
+            f"the baselines ran slower in the candidate's process than in a clean one, timed twice ({figures(still_slowed)}): "
+            "the candidate slowed them (a hook, a patch), which inflates its speedup"
+        )
+        return
+    result.speedups.clear()
+    note = (
+        f"speedups not reported: the baselines timed beside the candidate disagree with the session's clean times "
+        f"({figures(slowed)}), and the clean process was slow too when timed again: the machine was busy"
+    )
+    result.flags.append(Flag(code="baselines_disagree", message=note))
+    result.message += f"; {note}"
+
+
 _HALF_SIGNATURE_WORDS = ("__half", "c10::Half", "__nv_bfloat16", "c10::BFloat16", "__nv_fp8", "half2")
 
 
@@ -280,10 +342,21 @@ PROFILE_MISMATCH_RATIO = 0.5
 PROFILE_MISMATCH_MIN_MS = {"cuda": 0.005, "cpu": 1.0}  # below this, profiler overhead dominates
 
 
-def judge_profile_consistency(result: EvalResult, shares: list[dict[str, Any]]) -> None:
-    """The candidate's timed median against its profiled time per call on the default shapes."""
+# On the CPU: the share of the candidate's host time spent inside its extension while timed must
+# reach this share of the own-work fraction the profile saw (a kernel run only while watched).
+PROFILE_OWN_SHARE_RATIO = 0.5
+PROFILE_OWN_SHARE_MIN = 0.3  # below this profiled own fraction the comparison says little
+
+
+def judge_profile_consistency(
+    result: EvalResult, shares: list[dict[str, Any]], timing: dict[str, Any] | None = None
+) -> None:
+    """The candidate's timed median against its profiled time per call on the default shapes;
+    on the CPU also the time inside its extension while timed against the profile's own share."""
     cand = result.timings.get("candidate")
     if cand is None or not shares or "error" in shares[0]:
+        return
+    if result.device == "cpu" and timing is not None and _own_work_vanished(result, shares[0], timing):
         return
     profiled = float(shares[0].get("own_ms", 0.0)) + float(shares[0].get("library_ms", 0.0))
     floor = PROFILE_MISMATCH_MIN_MS.get(result.device, 1.0)

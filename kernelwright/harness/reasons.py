@@ -319,8 +319,10 @@ _ENTRIES = (
         Reason.PROFILE_MISMATCH,
         Verdict.REJECTED,
         ("timing", "work_share"),
-        "The unprofiled timed calls were far faster (under half) than the kernels the profiler saw per call. An "
-        "honest kernel is timed slower than profiled, not faster; the candidate behaves differently when profiled.",
+        "The candidate behaves differently when profiled: its unprofiled timed calls were far faster (under half) "
+        "than the kernels the profiler saw per call (an honest kernel is timed slower than profiled, not faster), or, "
+        "on the CPU, its timed calls spent under half as much of their time inside its own extension as the profile "
+        "showed (the extension's calls are clocked whether profiled or not, so the candidate cannot tell).",
     ),
     ReasonInfo(
         Reason.BASELINE_TAMPERED,

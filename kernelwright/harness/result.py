@@ -65,6 +65,11 @@ class EvalResult(BaseModel):
     timings: dict[str, TimingStats] = Field(default_factory=dict)
     wall_median_ms: dict[str, float] = Field(default_factory=dict)
     speedups: dict[str, Speedup] = Field(default_factory=dict)
+    clean_baseline_ms: dict[str, float] = Field(
+        default_factory=dict,
+        description="Each baseline's median timed in the reference's process (never ran candidate code): the "
+        "cross-check of the baselines timed beside the candidate.",
+    )
     compile_time_s: float | None = Field(
         default=None, description="torch.compile baseline's first-call time (excluded from timing)."
     )

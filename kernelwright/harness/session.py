@@ -26,7 +26,7 @@ from kernelwright.harness.build.symbols import own_kernels
 from kernelwright.harness.checks.static.analysis import CandidateAnalysis, analyze_candidate
 from kernelwright.harness.environment import hardware_summary, library_versions
 from kernelwright.harness.options import EvalOptions, TrialPlan, plan_trials
-from kernelwright.harness.process import scratch
+from kernelwright.harness.process import live, scratch
 from kernelwright.harness.process.isolation import MODE_VAR, write_redacted_copy
 from kernelwright.harness.process.jobs import CandidateAssignment, TrialRequest, WorkerJob, WorkShareRequest
 from kernelwright.harness.process.oracle import CompareRequest
@@ -53,6 +53,7 @@ class _Context:
     pending: Future[tuple[WorkerProcess | None, Outcome]] | None = None  # the reference, running while candidates build
     oracle: WorkerProcess | None = None  # the reference's worker: holds the outputs, compares
     lock: threading.Lock = field(default_factory=threading.Lock)
+    clean: dict[str, dict[str, float]] | None = None  # the baselines timed in the reference's process
 
     def await_reference(self) -> Outcome:
         """The reference's outcome (waiting for it if it still runs)."""
@@ -84,6 +85,21 @@ class _Context:
         ms = [float(t.get("ms", 0.0)) for t in self.reference_trials().values() if t.get("status") == "ok"]
         scaled = self.opts.call_timeout_factor * max(ms, default=0.0) / 1e3
         return min(self.opts.run_timeout_s, max(self.opts.call_timeout_floor_s, scaled))
+
+    def clean_baselines(self, refresh: bool = False) -> dict[str, dict[str, float]]:
+        """The baselines timed in the reference's process, which never ran candidate code, on a
+        quiet machine: measured once per session (again with `refresh`)."""
+        if self.clean is None or refresh:
+            with self.lock, live.quiet(keep=self.oracle):
+                assert self.oracle is not None
+                self.oracle.send("baselines")
+                answer = self.oracle.expect("baselines", self.opts.run_timeout_s)
+            if not answer.ok or answer.message is None:
+                raise ProblemError(
+                    f"{self.problem.path}: timing the baselines in the reference's process failed: {answer.detail}"
+                )
+            self.clean = answer.message.data.get("times", {})
+        return self.clean
 
     def compare(self, plan: TrialPlan, path: Path, repeat: Path | None = None) -> dict[str, Any]:
         """Compare a candidate's output file with the reference for `plan`, in the reference's
@@ -215,6 +231,16 @@ def _evaluate_one(
     with started as worker:
         worker.send(f"candidate {assignment.model_dump_json()}")
         result = _run_candidate(ctx, worker, path, result, workdir, analysis)
+        worker.close_channel(ctx.call_limit_s())
+        if worker.forged:
+            result.speedups.clear()
+            _finish(
+                result,
+                Verdict.REJECTED,
+                Reason.HARNESS_TAMPERED,
+                f"the worker's protocol channel carried a message the worker did not send ({worker.forged}): "
+                "candidate code wrote to the harness's channel",
+            )
         judge.judge_sandbox(result, worker.isolation, worker.attempts, ctx.opts.sandbox)
         return result, workdir
 
@@ -263,15 +289,19 @@ def _run_candidate(
     if result.verdict != Verdict.CORRECT or not ctx.opts.timing:
         return result
     ctx.opts.say(f"{path.name}: correct; timing against {', '.join(ctx.opts.baselines)}")
-    worker.send(f"timing {TIMED_SAMPLES}")
     limit = ctx.opts.timing_plan.time_cap_s * 2 + 10 * ctx.call_limit_s()
-    timed = worker.expect("timing", limit)
+    with live.quiet(keep=worker) as paused:  # builds and the spare worker wait: quiet cores, quiet device
+        worker.send(f"timing {TIMED_SAMPLES}")
+        timed = worker.expect("timing", limit)
+    result.limits["workers_paused_while_timing"] = float(paused)
     result.phase_seconds["timing"] = timed.seconds
     early = judge.run_failure(timed, Reason.TIMING_TIMEOUT)
     if early is not None:
         return _finish(result, *early)
     assert timed.message is not None
     judge.judge_timing(result, timed.message.data, ctx.opts.device)
+    if result.verdict == Verdict.CORRECT and result.speedups:
+        _cross_check_baselines(ctx, result)
     checks = [
         ctx.compare(TrialPlan.model_validate(item["plan"]), Path(item["file"]))
         for item in timed.message.data.get("timed_outputs", [])
@@ -280,8 +310,21 @@ def _run_candidate(
     if result.verdict == Verdict.CORRECT and judge.judge_measured_outputs(
         result, checks, Reason.TIMED_OUTPUT_MISMATCH, "the timed calls (fresh inputs)"
     ):
-        judge.judge_profile_consistency(result, shares)
+        judge.judge_profile_consistency(result, shares, timed.message.data)
     return result
+
+
+def _cross_check_baselines(ctx: _Context, result: EvalResult) -> None:
+    """The baselines as timed in the candidate's process against the same baselines timed in the
+    reference's, which never ran candidate code. Slower beside the candidate: the clean ones are
+    timed again; still fast there, the candidate slowed the baselines (rejected); slow there too,
+    the machine got busier, and no speedup from this run is reported."""
+    clean = ctx.clean_baselines()
+    slowed = judge.baselines_slowed(result, clean)
+    if slowed:
+        clean = ctx.clean_baselines(refresh=True)
+        judge.judge_baselines(result, clean, slowed, judge.baselines_slowed(result, clean))
+    result.clean_baseline_ms = {name: figures["median_ms"] for name, figures in clean.items()}
 
 
 def _run_trials(

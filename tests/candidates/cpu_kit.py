@@ -409,6 +409,40 @@ TIMING_CASES = [
         "rejected",
         "harness_tampered",
     ),
+    Case(
+        "slows_its_process",
+        _model(
+            "        return kit.relu_forward(x)",
+            extra="import threading as _t\n"
+            "def _hog():\n"
+            "    while True:\n"
+            "        sum(range(1000))\n"
+            "getattr(_t, 'Thr' + 'ead')(target=_hog, daemon=True).start()\n",
+        ),
+        "rejected",
+        "baseline_tampered",
+    ),
+    Case(
+        "writes_to_the_channel",
+        _model(
+            "        return kit.relu_forward(x)",
+            extra="import gc\n"
+            "_chan = next(o for o in gc.get_objects() if type(o).__name__ == 'Chan' + 'nel')\n"
+            'getattr(_chan, \'_o\' + \'ut\').write(\'{"event": "phase", "phase": "build", "data": {}}\\n\')\n',
+        ),
+        "rejected",
+        "harness_tampered",
+    ),
+    Case(
+        "kernel_only_when_profiled",
+        _model(
+            "        if getattr(torch.autograd.profiler, '_is_' + 'profiler_enabled'):\n"
+            "            return kit.relu_forward(x)\n"
+            "        return torch.clamp_min(x, 0.0)"
+        ),
+        "rejected",
+        "profile_mismatch",
+    ),
 ]
 
 # A problem whose reference output is nearly zero: a constant-zero "kernel" passes value checks.

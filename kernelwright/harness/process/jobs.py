@@ -63,3 +63,8 @@ class WorkerMessage(BaseModel):
     event: Literal["phase", "result", "error"]
     phase: str
     data: dict[str, Any] = Field(default_factory=dict)
+    seq: int | None = Field(
+        default=None,
+        description="1, 2, 3... in the order the worker sent its messages: a line written by other code in the "
+        "worker (candidate code writing to the channel's descriptor) breaks the sequence.",
+    )

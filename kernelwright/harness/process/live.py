@@ -12,6 +12,7 @@ import contextlib
 import os
 import signal
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
 
@@ -94,3 +95,26 @@ def interrupt() -> int:
 
 def resume() -> None:
     _INTERRUPTED.clear()
+
+
+def _signal_tree(pid: int, signum: int) -> None:
+    for target in [pid, *descendants(pid)]:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(target, signum)
+
+
+@contextlib.contextmanager
+def quiet(keep: object) -> Iterator[int]:
+    """Stop every other live worker of this process, with everything it started (compilers, a
+    spare worker preparing its baselines), while `keep` times: a timing phase runs on quiet cores
+    and a quiet device. They carry on afterwards; yields how many were paused."""
+    with _LIVE_LOCK:
+        workers = [w for w in _LIVE if w is not keep]
+    pids: list[int] = [pid for w in workers if isinstance(pid := getattr(w, "pid", None), int)]
+    for pid in pids:
+        _signal_tree(pid, signal.SIGSTOP)
+    try:
+        yield len(pids)
+    finally:
+        for pid in pids:
+            _signal_tree(pid, signal.SIGCONT)

@@ -11,6 +11,8 @@ After its `result reference` message it serves commands on stdin until `stop`:
   (`outputs.load_output`), move it to the device, and compare it with the reference for that plan
   (a correctness trial, or an input set the candidate was timed or profiled on, drawn from the
   seed the candidate's worker reports). The answer is the comparison's figures, never the values.
+- `baselines`: time the baselines (eager, torch.compile) as a candidate's worker does, here, where
+  no candidate code ever ran: the clean figures the candidate's process must agree with.
 
 The harness process never holds the reference outputs and never imports a candidate; this process
 never runs candidate code.
@@ -207,7 +209,13 @@ def serve(job: WorkerJob, chan: Channel) -> None:
     chan.send("result", "reference", trials=oracle.run_trials(), held=len(oracle.held))
     while True:
         command, _, argument = chan.wait_command().partition(" ")
-        if command != "compare":
+        if command == "compare":
+            chan.send("phase", "compare")
+            chan.send("result", "compare", **oracle.compare(CompareRequest.model_validate_json(argument)))
+        elif command == "baselines":
+            from kernelwright.harness.timing.run import time_baselines
+
+            chan.send("phase", "baselines")
+            chan.send("result", "baselines", times=time_baselines(job, oracle.inst))
+        else:
             return
-        chan.send("phase", "compare")
-        chan.send("result", "compare", **oracle.compare(CompareRequest.model_validate_json(argument)))

@@ -122,6 +122,9 @@ class WorkerProcess:
             env=child_env,
             start_new_session=True,  # its own process group: a timeout kills compiler children too
         )
+        self.pid = self.proc.pid
+        self._seq = 0  # the last message number seen from the worker
+        self.forged: str | None = None  # why the channel's sequence broke, if it did
         live.add(self)
         self._lines: queue.Queue[str | None] = queue.Queue()
         self.phases_seen: set[str] = set()  # phases the worker announced it was starting
@@ -144,6 +147,22 @@ class WorkerProcess:
         except OSError:
             return ""
         return redact(data.decode(errors="replace"))
+
+    def _check_sequence(self, message: WorkerMessage) -> None:
+        """Every message carries the worker's count; one out of sequence was not written by the
+        worker's channel (a forged line, or a genuine one after a forgery took its place)."""
+        if self.forged is None and message.seq != self._seq + 1:
+            self.forged = f"message {message.event} {message.phase} came as number {message.seq} after {self._seq}"
+        if message.seq is not None:
+            self._seq = max(self._seq, message.seq)
+
+    def close_channel(self, timeout_s: float) -> None:
+        """Ask for one last answer: a forged result taken earlier shows now, when the worker's own
+        message for that phase arrives out of sequence before this one."""
+        if self.proc.poll() is not None:
+            return
+        self.send("ping")
+        self.expect("ping", timeout_s)
 
     def _note(self, message: WorkerMessage) -> None:
         """Keep what the worker says about its isolation; strict workers that could not confine
@@ -201,6 +220,7 @@ class WorkerProcess:
             except ValidationError:
                 continue  # not protocol: ignore
             self._note(message)
+            self._check_sequence(message)
             if message.event == "phase":
                 self.phases_seen.add(message.phase)
             if message.event == "error":

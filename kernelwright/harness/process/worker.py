@@ -39,11 +39,14 @@ class Channel:
         os.dup2(2, 1)  # stray prints and compiler output join stderr
         sys.stdout = sys.stderr
         self.audit: AttemptLog | None = None
+        self._seq = 0
 
     def send(self, event: str, phase: str, **data: Any) -> None:
         if self.audit is not None and self.audit.attempts and event != "phase":
             data["sandbox_attempts"] = list(self.audit.attempts)
-        self._out.write(WorkerMessage(event=event, phase=phase, data=data).model_dump_json() + "\n")  # type: ignore[arg-type]
+        self._seq += 1
+        message = WorkerMessage(event=event, phase=phase, data=data, seq=self._seq)  # type: ignore[arg-type]
+        self._out.write(message.model_dump_json() + "\n")
         self._out.flush()
 
     def wait_command(self) -> str:
@@ -349,7 +352,9 @@ class CandidateSession:
         if self.baselines is None:
             raise RuntimeError(f"the baselines could not be prepared:\n{self.prepare_error or 'timing is off'}")
         self._check_tampering()
+        ext_before = self.recorder.seconds
         result, kept = time_candidate(self.job, self.model, self.baselines, samples=samples)
+        result["extension_s"] = self.recorder.seconds - ext_before
         self._check_tampering()
         files = []
         for k, (plan, output) in enumerate(kept):
@@ -423,6 +428,8 @@ def main(argv: list[str]) -> int:
             session.workshare(WorkShareRequest.model_validate_json(argument))
         elif command == "timing":
             session.timing(int(argument or 0))
+        elif command == "ping":  # the harness's last word: every message before this one is in
+            chan.send("result", "ping")
         else:
             return 0
 

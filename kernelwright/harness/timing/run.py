@@ -19,6 +19,7 @@ from kernelwright.harness.timing.timers import CpuTimer, CudaEventTimer, time_in
 from kernelwright.problems.instance import ProblemInstance
 
 _urandom = os.urandom  # captured before any candidate is imported
+_perf_counter = time.perf_counter
 
 
 def _fresh_seed() -> int:
@@ -133,7 +134,17 @@ def time_candidate(
     their inputs) for the reference's process to check."""
     assert job.timing is not None
     plan = job.timing
-    fns: dict[str, Callable[[Any], Any]] = {"candidate": lambda xs: candidate(*xs), **baselines.fns}
+    host = [0.0, 0]  # the candidate's calls: host seconds and count (CPU: compute is synchronous)
+
+    def run_candidate(xs: Any) -> Any:
+        start = _perf_counter()
+        try:
+            return candidate(*xs)
+        finally:
+            host[0] += _perf_counter() - start
+            host[1] += 1
+
+    fns: dict[str, Callable[[Any], Any]] = {"candidate": run_candidate, **baselines.fns}
     timer = CudaEventTimer() if job.device == "cuda" else CpuTimer()
     pool = baselines.pool
     sample = OutputSample(samples, pool)
@@ -158,5 +169,33 @@ def time_candidate(
         "input_sets": pool.count,
         "patched_timers": patched,
         "sampled_calls": sample.seen,
+        "candidate_host_s": host[0],
+        "candidate_calls": host[1],
     }
     return report, sample.kept
+
+
+def time_baselines(job: WorkerJob, inst: ProblemInstance) -> dict[str, dict[str, float]]:
+    """The baselines timed alone, as the candidate's worker times them, in a process that never
+    ran candidate code (the reference's): the figures a candidate's process must agree with."""
+    assert job.timing is not None
+    plan = job.timing
+    baselines = prepare_baselines(job, inst)
+    pool = baselines.pool
+    result = time_interleaved(
+        baselines.fns,
+        pool.sets,
+        timer=CudaEventTimer() if job.device == "cuda" else CpuTimer(),
+        warmup=plan.warmup,
+        min_reps=plan.min_reps,
+        max_reps=plan.max_reps,
+        target_rel_ci=plan.target_rel_ci,
+        time_cap_s=plan.time_cap_s,
+        batch=pool.count,
+        refresh=pool.refresh,
+        wall_reps=0,
+    )
+    return {
+        name: {"median_ms": fn.stats.median_ms, "ci_low_ms": fn.stats.ci_low_ms, "ci_high_ms": fn.stats.ci_high_ms}
+        for name, fn in result.fns.items()
+    }
