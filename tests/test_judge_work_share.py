@@ -113,3 +113,33 @@ def test_kernels_on_a_stream_the_reference_does_not_use_are_a_side_stream() -> N
     assert "[13]" in result.message
     same = {**share, "streams": [7]}
     assert _judge([same]).verdict == Verdict.CORRECT
+
+
+def _timed(median_ms: float) -> dict[str, Any]:
+    return {
+        "n": 50, "median_ms": median_ms, "mean_ms": median_ms, "min_ms": median_ms, "max_ms": median_ms,
+        "q25_ms": median_ms, "q75_ms": median_ms, "iqr_ms": 0.0, "ci_low_ms": median_ms * 0.98,
+        "ci_high_ms": median_ms * 1.02, "rel_ci_halfwidth": 0.02, "samples_ms": [median_ms],
+    }  # fmt: skip
+
+
+def test_baselines_slower_beside_the_candidate_than_in_a_clean_process() -> None:
+    from kernelwright.harness.timing.stats import TimingStats
+
+    def result_with(eager_ms: float) -> EvalResult:
+        result = EvalResult(problem="p", candidate="c.py", verdict=Verdict.CORRECT, device="cpu")
+        result.timings["eager"] = TimingStats.model_validate(_timed(eager_ms))
+        return result
+
+    clean = {"eager": {"median_ms": 1.0, "ci_low_ms": 0.98, "ci_high_ms": 1.02}}
+    assert judge.baselines_slowed(result_with(1.2), clean) == []
+    slowed = result_with(3.0)
+    assert judge.baselines_slowed(slowed, clean) == ["eager"]
+    judge.judge_baselines(slowed, clean, ["eager"], ["eager"])  # still fast when re-timed: tampering
+    assert (slowed.verdict, slowed.reason) == (Verdict.REJECTED, Reason.BASELINE_TAMPERED)
+    busy = result_with(3.0)
+    judge.judge_baselines(busy, clean, ["eager"], [])  # slow in the clean process too: a busy machine
+    assert busy.verdict == Verdict.CORRECT and not busy.speedups
+    assert any(f.code == "baselines_disagree" for f in busy.flags)
+    launch_bound = {"eager": {"median_ms": 0.0044, "ci_low_ms": 0.0043, "ci_high_ms": 0.0045}}
+    assert judge.baselines_slowed(result_with(0.0098), launch_bound) == []  # within the margin
