@@ -280,9 +280,18 @@ BASELINE_MARGIN_MS = 0.02
 
 def baselines_slowed(result: EvalResult, clean: dict[str, dict[str, float]]) -> list[str]:
     """The baselines the candidate's process timed far slower than the clean process did."""
+    return slowed_baselines(result.timings, clean)
+
+
+def timed_stats(data: dict[str, Any]) -> dict[str, TimingStats]:
+    """Each function's figures from a worker's timing report."""
+    return {name: TimingStats.model_validate(fn["stats"]) for name, fn in data["result"]["fns"].items()}
+
+
+def slowed_baselines(timings: dict[str, TimingStats], clean: dict[str, dict[str, float]]) -> list[str]:
     slowed = []
     for name, figures in clean.items():
-        beside = result.timings.get(name)
+        beside = timings.get(name)
         if beside is None or figures.get("median_ms", 0.0) <= 0:
             continue
         limit = BASELINE_SLOWDOWN * figures["median_ms"] + BASELINE_MARGIN_MS
@@ -295,7 +304,8 @@ def judge_baselines(
     result: EvalResult, clean: dict[str, dict[str, float]], slowed: list[str], still_slowed: list[str]
 ) -> None:
     """`slowed`: baselines slower beside the candidate than in the clean process; `still_slowed`:
-    those still slower after the clean process timed them again."""
+    those still slower when both were timed again (a second look beside the candidate, then the
+    clean process): only a slowdown that persists is the candidate's doing."""
 
     def figures(names: list[str]) -> str:
         return ", ".join(
@@ -306,14 +316,14 @@ def judge_baselines(
         result.speedups.clear()
         result.verdict, result.reason = Verdict.REJECTED, Reason.BASELINE_TAMPERED
         result.message = (
-            f"the baselines ran slower in the candidate's process than in a clean one, timed twice ({figures(still_slowed)}): "
+            f"the baselines ran slower in the candidate's process than in a clean one, both timed twice ({figures(still_slowed)}): "
             "the candidate slowed them (a hook, a patch), which inflates its speedup"
         )
         return
     result.speedups.clear()
     note = (
         f"speedups not reported: the baselines timed beside the candidate disagree with the session's clean times "
-        f"({figures(slowed)}), and the clean process was slow too when timed again: the machine was busy"
+        f"({figures(slowed)}), and timed again they agreed: the machine was busy"
     )
     result.flags.append(Flag(code="baselines_disagree", message=note))
     result.message += f"; {note}"

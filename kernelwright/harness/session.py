@@ -301,7 +301,7 @@ def _run_candidate(
     assert timed.message is not None
     judge.judge_timing(result, timed.message.data, ctx.opts.device)
     if result.verdict == Verdict.CORRECT and result.speedups:
-        _cross_check_baselines(ctx, result)
+        _cross_check_baselines(ctx, worker, result)
     checks = [
         ctx.compare(TrialPlan.model_validate(item["plan"]), Path(item["file"]))
         for item in timed.message.data.get("timed_outputs", [])
@@ -314,16 +314,26 @@ def _run_candidate(
     return result
 
 
-def _cross_check_baselines(ctx: _Context, result: EvalResult) -> None:
+def _cross_check_baselines(ctx: _Context, worker: WorkerProcess, result: EvalResult) -> None:
     """The baselines as timed in the candidate's process against the same baselines timed in the
-    reference's, which never ran candidate code. Slower beside the candidate: the clean ones are
-    timed again; still fast there, the candidate slowed the baselines (rejected); slow there too,
-    the machine got busier, and no speedup from this run is reported."""
+    reference's, which never ran candidate code. Slower beside the candidate: both are timed again
+    (beside the candidate, then clean); slower beside it both times, the candidate slowed them
+    (rejected); otherwise the machine's load changed, and no speedup of this run is reported."""
     clean = ctx.clean_baselines()
     slowed = judge.baselines_slowed(result, clean)
     if slowed:
-        clean = ctx.clean_baselines(refresh=True)
-        judge.judge_baselines(result, clean, slowed, judge.baselines_slowed(result, clean))
+        still: list[str] = []
+        with live.quiet(keep=worker):
+            worker.send("timing 0")
+            again = worker.expect("timing", ctx.opts.timing_plan.time_cap_s * 2 + 10 * ctx.call_limit_s())
+        if again.ok and again.message is not None and "result" in again.message.data:
+            clean = ctx.clean_baselines(refresh=True)
+            still = [
+                name
+                for name in judge.slowed_baselines(judge.timed_stats(again.message.data), clean)
+                if name in slowed and name in judge.baselines_slowed(result, clean)
+            ]
+        judge.judge_baselines(result, clean, slowed, still)
     result.clean_baseline_ms = {name: figures["median_ms"] for name, figures in clean.items()}
 
 

@@ -413,11 +413,14 @@ TIMING_CASES = [
         "slows_its_process",
         _model(
             "        return kit.relu_forward(x)",
-            extra="import threading as _t\n"
-            "def _hog():\n"
-            "    while True:\n"
-            "        sum(range(1000))\n"
-            "getattr(_t, 'Thr' + 'ead')(target=_hog, daemon=True).start()\n",
+            # A kernel of its own registered for aten::relu: eager's torch.relu, in this process only,
+            # sleeps first (no torch function is replaced, so no identity check sees it).
+            extra="import time\n"
+            "def _slow_relu(x):\n"
+            "    time.sleep(0.001)\n"
+            "    return torch.ops.aten.clamp_min.default(x, 0.0)\n"
+            "_lib = getattr(torch, 'lib' + 'rary').Library('aten', 'IMPL')\n"
+            "_lib.impl('relu', _slow_relu, 'CPU')\n",
         ),
         "rejected",
         "baseline_tampered",
