@@ -14,7 +14,16 @@ from typing import Annotated, Optional
 import typer
 
 from kernelwright import __version__
-from kernelwright.cli import demo_cmd, doctor_cmd, eval_cmd, optimize_cmd, profile_cmd, runs_cmd, specs_cmd
+from kernelwright.cli import (
+    batch_cmd,
+    demo_cmd,
+    doctor_cmd,
+    eval_cmd,
+    optimize_cmd,
+    profile_cmd,
+    runs_cmd,
+    specs_cmd,
+)
 from kernelwright.cli.context import AppState
 from kernelwright.cli.problems_cmd import problems_app
 from kernelwright.errors import ExitCode, KernelwrightError
@@ -32,7 +41,7 @@ app = typer.Typer(
 app.add_typer(problems_app, name="problems")
 
 # Commands living in their own modules register themselves with `register(app)`.
-for _module in (optimize_cmd, demo_cmd, runs_cmd, eval_cmd, specs_cmd, profile_cmd, doctor_cmd):
+for _module in (optimize_cmd, demo_cmd, runs_cmd, eval_cmd, specs_cmd, profile_cmd, doctor_cmd, batch_cmd):
     _module.register(app)
 
 _state = AppState()

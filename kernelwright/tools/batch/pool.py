@@ -1,0 +1,228 @@
+"""Local batch workers: one subprocess per `Slot` (pinned to its GPU with CUDA_VISIBLE_DEVICES
+and to its share of the cores), fed one task (a problem) at a time from a shared queue.
+
+Protocol, JSON lines both ways: the parent sends `init` (the slot and the batch's settings), then
+`task`s, then `stop`; the worker answers `ready`, then per task any number of `status` and
+`result` messages and one `task_done`. Everything else a worker prints goes to its log. A worker
+whose parent is gone (its stdin closes: the parent was killed) ends what it started and exits;
+a worker that dies mid-task is reported (`task_failed`) and replaced for the remaining tasks.
+
+`serve(handler)` is the worker's side: `python -m kernelwright.tools.batch.worker` (judge) and
+`python -m kernelwright.agent.batch` (optimise) are both `serve` with their own handler.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from kernelwright.harness.process import live
+from kernelwright.tools.batch.spec import Slot
+
+log = logging.getLogger(__name__)
+
+Message = dict[str, Any]
+Emit = Callable[[Message], None]
+Handler = Callable[[dict[str, Any], Slot, dict[str, Any], Emit], None]
+OnMessage = Callable[[Slot, Message], None]
+
+MAX_RESTARTS = 2  # per slot: a worker that keeps dying is not started again
+READY_TIMEOUT_S = 300.0
+
+
+class _Worker:
+    """One worker subprocess, registered with `live` so Ctrl-C ends it and everything it started."""
+
+    def __init__(self, module: str, slot: Slot, init: dict[str, Any], log_path: Path, env: dict[str, str]) -> None:
+        if live.interrupted():
+            raise KeyboardInterrupt("interrupted: no new worker starts")
+        self.log_path = log_path
+        self._log: IO[bytes] = open(log_path, "ab")  # noqa: SIM115 (closed in kill())
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", module],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            env={**os.environ, **env, **slot.env(), "PYTHONUNBUFFERED": "1"},
+            start_new_session=True,  # Ctrl-C reaches the parent only; it ends the worker's whole tree
+        )
+        self.pid = self.proc.pid
+        live.add(self)
+        assert self.proc.stdout is not None
+        self._lines: Iterator[bytes] = iter(self.proc.stdout)
+        self.send({"type": "init", "slot": slot.model_dump(mode="json"), "init": init})
+
+    def send(self, message: Message) -> None:
+        if self.proc.stdin is None or self.proc.poll() is not None:
+            return
+        with contextlib.suppress(BrokenPipeError, OSError):
+            self.proc.stdin.write((json.dumps(message) + "\n").encode())
+            self.proc.stdin.flush()
+
+    def messages(self) -> Iterator[Message]:
+        """The worker's protocol messages until its stdout closes."""
+        for raw in self._lines:
+            try:
+                message = json.loads(raw)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(message, dict):
+                yield message
+
+    def log_tail(self, limit: int = 2000) -> str:
+        self._log.flush()
+        try:
+            data = self.log_path.read_bytes()
+        except OSError:
+            return ""
+        return data[-limit:].decode(errors="replace")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            live.kill_tree(self.proc.pid)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=30)
+        live.discard(self)
+        if not self._log.closed:
+            self._log.close()
+
+    def close(self) -> None:
+        self.send({"type": "stop"})
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=15)
+        self.kill()
+
+
+class LocalPool:
+    """Run tasks on local worker subprocesses, one per slot; `on_message` sees every message
+    (called from the slots' threads: it must be thread-safe)."""
+
+    def __init__(
+        self, module: str, slots: list[Slot], init: dict[str, Any], log_dir: Path, env: dict[str, str] | None = None
+    ) -> None:
+        self.module, self.slots, self.init, self.log_dir = module, slots, init, log_dir
+        self.env = dict(env or {})
+        log_dir.mkdir(parents=True, exist_ok=True)
+
+    def run(self, tasks: list[dict[str, Any]], on_message: OnMessage) -> None:
+        todo: queue.Queue[dict[str, Any]] = queue.Queue()
+        for task in tasks:
+            todo.put(task)
+        errors: list[BaseException] = []
+
+        def drive(slot: Slot) -> None:
+            try:
+                self._drive(slot, todo, on_message)
+            except BaseException as exc:  # re-raised in the caller's thread below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=drive, args=(s,), daemon=True, name=s.label) for s in self.slots]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(timeout=0.5)  # short joins: Ctrl-C reaches the main thread promptly
+        if errors:
+            raise errors[0]
+
+    def _start(self, slot: Slot) -> _Worker:
+        return _Worker(self.module, slot, self.init, self.log_dir / f"worker-{slot.label}.log", self.env)
+
+    def _drive(self, slot: Slot, todo: queue.Queue[dict[str, Any]], on_message: OnMessage) -> None:
+        worker: _Worker | None = None
+        restarts = 0
+        try:
+            while True:
+                try:
+                    task = todo.get_nowait()
+                except queue.Empty:
+                    return
+                if worker is None:
+                    worker = self._start(slot)
+                worker.send({"type": "task", "task": task})
+                finished = False
+                for message in worker.messages():
+                    if message.get("type") == "task_done":
+                        finished = True
+                        break
+                    on_message(slot, message)
+                if finished:
+                    continue
+                if live.interrupted():
+                    return
+                detail = worker.log_tail()
+                code = worker.proc.poll()
+                worker.kill()
+                worker = None
+                on_message(slot, {"type": "task_failed", "task": task, "detail": f"worker exited ({code}): {detail}"})
+                restarts += 1
+                if restarts > MAX_RESTARTS:
+                    log.error("worker %s died %d times; it takes no more tasks", slot.label, restarts)
+                    return
+        finally:
+            if worker is not None:
+                worker.close()
+
+
+# ---- the worker's side -------------------------------------------------------------------------
+
+
+def serve(handler: Handler) -> None:
+    """A worker's main loop: JSON lines on the original stdout, everything else to stderr (its log)."""
+    channel = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)  # prints of libraries land in the log, never in the protocol
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    lock = threading.Lock()
+    stopping = threading.Event()
+    inbox: queue.Queue[Message | None] = queue.Queue()
+
+    def emit(message: Message) -> None:
+        with lock:
+            channel.write(json.dumps(message) + "\n")
+            channel.flush()
+
+    def read() -> None:
+        for line in sys.stdin:
+            with contextlib.suppress(json.JSONDecodeError):
+                message = json.loads(line)
+                if message.get("type") == "stop":
+                    stopping.set()
+                inbox.put(message)
+        if not stopping.is_set():  # the parent is gone (killed): end what this worker started
+            log.error("the batch's parent process is gone; stopping")
+            live.interrupt()
+            os._exit(130)
+        inbox.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    first = inbox.get()
+    if first is None or first.get("type") != "init":
+        return
+    slot = Slot.model_validate(first["slot"])
+    if slot.cores:
+        os.sched_setaffinity(0, slot.cores)  # inherited by every process this worker starts
+    init: dict[str, Any] = first.get("init", {})
+    emit({"type": "ready", "pid": os.getpid(), "worker": slot.label})
+    while True:
+        message = inbox.get()
+        if message is None or message.get("type") == "stop":
+            break
+        task = message.get("task", {})
+        start = time.monotonic()
+        try:
+            handler(init, slot, task, emit)
+        except Exception as exc:  # a bug in the handler: reported as this task's failure, the worker goes on
+            log.error("task %s failed:\n%s", task.get("id"), traceback.format_exc())
+            emit({"type": "task_failed", "task": task, "detail": f"{type(exc).__name__}: {exc}"})
+        emit({"type": "task_done", "id": task.get("id"), "seconds": time.monotonic() - start})
