@@ -10,10 +10,32 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    SpinnerColumn,
+    Task,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
+from rich.text import Text
 
 from kernelwright.tools.batch.events import BatchEvent
+
+
+class _OverallOnly(ProgressColumn):
+    """A column shown on the batch's own row only (worker rows have no bar or count)."""
+
+    def __init__(self, inner: ProgressColumn) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def render(self, task: Task) -> Any:
+        return self.inner.render(task) if task.fields.get("overall") else Text("")
 
 
 class BatchDisplay:
@@ -50,13 +72,13 @@ class BatchDisplay:
                 self.progress = Progress(
                     SpinnerColumn(),
                     TextColumn("{task.description}"),
-                    BarColumn(),
-                    MofNCompleteColumn(),
-                    TimeElapsedColumn(),
+                    _OverallOnly(BarColumn()),
+                    _OverallOnly(MofNCompleteColumn()),
+                    _OverallOnly(TimeElapsedColumn()),
                     TextColumn("{task.fields[info]}"),
                     console=self.console,
                 )
-                self.overall = self.progress.add_task("all", total=max(event.to_do, 1), info=self._info())
+                self.overall = self.progress.add_task("all", total=max(event.to_do, 1), info=self._info(), overall=True)
                 for worker in event.workers:
                     self._row(worker)
                 self.progress.start()
@@ -105,7 +127,8 @@ def print_summary(report_md: Path, console: Console) -> None:
     )
     timed = {b: f for b, f in report["fast_p"].items() if f is not None}
     if timed:
-        table = Table(title="fast_p: correct and > p x faster, share of all problems")
+        console.print("fast_p: the share of all problems with a correct result faster than p x the baseline")
+        table = Table()
         table.add_column("p")
         for baseline in timed:
             table.add_column(f"vs {baseline}")
@@ -115,5 +138,8 @@ def print_summary(report_md: Path, console: Console) -> None:
     if report["reasons"]:
         console.print("not correct: " + ", ".join(f"{k} {v}" for k, v in report["reasons"].items()), highlight=False)
     if report["unmatched_candidates"]:
-        console.print(f"{len(report['unmatched_candidates'])} candidate file(s) matched no problem (see the report)")
+        console.print(
+            f"{len(report['unmatched_candidates'])} candidate file(s) matched no problem (see the report)",
+            highlight=False,
+        )
     console.print(f"report: {report_md}", highlight=False)

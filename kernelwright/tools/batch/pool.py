@@ -135,6 +135,8 @@ class LocalPool:
                 thread.join(timeout=0.5)  # short joins: Ctrl-C reaches the main thread promptly
         if errors:
             raise errors[0]
+        while not todo.empty():  # every worker kept dying: what is left is reported, not silently dropped
+            on_message(self.slots[0], {"type": "task_failed", "task": todo.get_nowait(), "detail": "no worker left"})
 
     def _start(self, slot: Slot) -> _Worker:
         return _Worker(self.module, slot, self.init, self.log_dir / f"worker-{slot.label}.log", self.env)
