@@ -77,6 +77,7 @@ def test_judge_two_workers_expected_verdicts_malformed_files_and_a_rerun(tmp_pat
 
     kinds = [json.loads(line)["kind"] for line in events.read_text().splitlines()]
     assert kinds[0] == "batch_started" and kinds[-1] == "batch_finished" and kinds.count("result") == 3
+    assert kinds.count("problem_started") == 2
     finished = json.loads(events.read_text().splitlines()[-1])
     assert finished["exit_code"] == 2 and finished["correct"] == 1
 

@@ -27,15 +27,16 @@ from rich.text import Text
 from kernelwright.tools.batch.events import BatchEvent
 
 
-class _OverallOnly(ProgressColumn):
-    """A column shown on the batch's own row only (worker rows have no bar or count)."""
+class _WhenCounting(ProgressColumn):
+    """A column shown once a row counts something: the batch's row always, a worker's row once it
+    has a problem (its candidates done out of the problem's)."""
 
     def __init__(self, inner: ProgressColumn) -> None:
         super().__init__()
         self.inner = inner
 
     def render(self, task: Task) -> Any:
-        return self.inner.render(task) if task.fields.get("overall") else Text("")
+        return self.inner.render(task) if task.total is not None else Text("")
 
 
 class BatchDisplay:
@@ -72,16 +73,20 @@ class BatchDisplay:
                 self.progress = Progress(
                     SpinnerColumn(),
                     TextColumn("{task.description}"),
-                    _OverallOnly(BarColumn()),
-                    _OverallOnly(MofNCompleteColumn()),
-                    _OverallOnly(TimeElapsedColumn()),
+                    _WhenCounting(BarColumn()),
+                    _WhenCounting(MofNCompleteColumn()),
+                    _WhenCounting(TimeElapsedColumn()),
                     TextColumn("{task.fields[info]}"),
                     console=self.console,
                 )
-                self.overall = self.progress.add_task("all", total=max(event.to_do, 1), info=self._info(), overall=True)
+                self.overall = self.progress.add_task("all", total=max(event.to_do, 1), info=self._info())
                 for worker in event.workers:
                     self._row(worker)
                 self.progress.start()
+        elif event.kind == "problem_started":
+            if self.progress is not None:
+                row = self._row(event.worker)
+                self.progress.reset(row, total=max(event.to_do, 1), start=True, info=event.problem)
         elif event.kind == "worker_status":
             if self.progress is not None:
                 text = (
@@ -103,7 +108,7 @@ class BatchDisplay:
             line = f"{what}: {verdict}{reason} {speed}".rstrip()
             if self.progress is not None and self.overall is not None:
                 self.progress.update(self.overall, completed=event.done, info=self._info())
-                self.progress.update(self._row(record.worker), info=line[:100])
+                self.progress.update(self._row(record.worker), advance=1, info=line[:100])
             else:
                 self.console.print(f"[{event.done}/{event.to_do}] {line}", highlight=False, markup=False)
         elif event.kind == "batch_finished":

@@ -21,7 +21,14 @@ from typing import Any, Literal
 
 from kernelwright.errors import ExitCode, ProblemError
 from kernelwright.problems import Problem
-from kernelwright.tools.batch.events import BatchFinished, BatchStarted, Listener, ResultRecorded, WorkerStatus
+from kernelwright.tools.batch.events import (
+    BatchFinished,
+    BatchStarted,
+    Listener,
+    ProblemStarted,
+    ResultRecorded,
+    WorkerStatus,
+)
 from kernelwright.tools.batch.layout import match_candidates
 from kernelwright.tools.batch.pool import Handler, LocalPool, Message
 from kernelwright.tools.batch.problem_set import ProblemSet
@@ -159,6 +166,14 @@ class Collector:
         kind = message.get("type")
         if kind == "result":
             self._result(BatchRecord.model_validate(message["record"]), message.get("result_json"))
+        elif kind == "task_started":
+            self.listener(
+                ProblemStarted(
+                    worker=str(message.get("worker", slot.label)),
+                    problem=str(message.get("problem", "")),
+                    to_do=int(message.get("count", 0)),
+                )
+            )
         elif kind == "status":
             self.listener(WorkerStatus(worker=slot.label, problem=message.get("problem", ""), text=message["text"]))
         elif kind == "ready":

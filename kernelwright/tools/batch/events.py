@@ -32,6 +32,13 @@ class BatchStarted(_BatchEvent):
     backend: str = Field(description="`local` (worker subprocesses) or `ray`.")
 
 
+class ProblemStarted(_BatchEvent):
+    kind: Literal["problem_started"] = "problem_started"
+    worker: str
+    problem: str
+    to_do: int = Field(description="Results this problem owes (its candidates, or 1 for an optimisation).")
+
+
 class WorkerStatus(_BatchEvent):
     kind: Literal["worker_status"] = "worker_status"
     worker: str
@@ -58,7 +65,7 @@ class BatchFinished(_BatchEvent):
     report: str | None = None
 
 
-BatchEvent = BatchStarted | WorkerStatus | ResultRecorded | BatchFinished
+BatchEvent = BatchStarted | ProblemStarted | WorkerStatus | ResultRecorded | BatchFinished
 Listener = Callable[[BatchEvent], None]
 
 

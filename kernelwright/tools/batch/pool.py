@@ -180,6 +180,16 @@ class LocalPool:
 # ---- the worker's side -------------------------------------------------------------------------
 
 
+def started(slot: Slot, task: dict[str, Any]) -> Message:
+    """The message a worker sends as it takes a task."""
+    return {
+        "type": "task_started",
+        "worker": slot.label,
+        "problem": task.get("problem", ""),
+        "count": len(task.get("stubs", {})),
+    }
+
+
 def serve(handler: Handler) -> None:
     """A worker's main loop: JSON lines on the original stdout, everything else to stderr (its log)."""
     channel = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
@@ -222,6 +232,7 @@ def serve(handler: Handler) -> None:
             break
         task = message.get("task", {})
         start = time.monotonic()
+        emit(started(slot, task))
         try:
             handler(init, slot, task, emit)
         except Exception as exc:  # a bug in the handler: reported as this task's failure, the worker goes on

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kernelwright.errors import EnvironmentProblem
-from kernelwright.tools.batch.pool import Handler, Message, OnMessage
+from kernelwright.tools.batch.pool import Handler, Message, OnMessage, started
 from kernelwright.tools.batch.spec import Slot
 
 log = logging.getLogger(__name__)
@@ -53,6 +53,7 @@ def _run_task(handler: Handler, init: dict[str, Any], threads: int | None, task:
             messages.put(None)
 
     threading.Thread(target=run, daemon=True).start()
+    yield started(slot, task)
     while (message := messages.get()) is not None:
         yield message
 
