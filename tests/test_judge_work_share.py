@@ -143,3 +143,17 @@ def test_baselines_slower_beside_the_candidate_than_in_a_clean_process() -> None
     assert any(f.code == "baselines_disagree" for f in busy.flags)
     launch_bound = {"eager": {"median_ms": 0.0044, "ci_low_ms": 0.0043, "ci_high_ms": 0.0045}}
     assert judge.baselines_slowed(result_with(0.0098), launch_bound) == []  # within the margin
+
+
+def test_an_extension_called_while_profiled_but_not_while_timed_is_a_profile_mismatch() -> None:
+    from kernelwright.harness.timing.stats import TimingStats
+
+    result = EvalResult(problem="p", candidate="c.py", verdict=Verdict.CORRECT, device="cuda")
+    result.timings["candidate"] = TimingStats.model_validate(_timed(0.003))
+    share = {**_share(own_ms=0.003, library_ms=0.0, reference_ms=0.003), "ext_calls": 40, "forward_calls": 40}
+    judge.judge_profile_consistency(result, [share], {"extension_calls": 0, "candidate_calls": 500})
+    assert (result.verdict, result.reason) == (Verdict.REJECTED, Reason.PROFILE_MISMATCH)
+    honest = EvalResult(problem="p", candidate="c.py", verdict=Verdict.CORRECT, device="cuda")
+    honest.timings["candidate"] = TimingStats.model_validate(_timed(0.003))
+    judge.judge_profile_consistency(honest, [share], {"extension_calls": 500, "candidate_calls": 500})
+    assert honest.verdict == Verdict.CORRECT

@@ -253,6 +253,25 @@ def _count_not_work(share: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _extension_skipped(result: EvalResult, share: dict[str, Any], timing: dict[str, Any]) -> bool:
+    """The extension's calls are counted always: a candidate that called it k times per forward
+    while profiled and far fewer times while timed runs something else when not watched."""
+    profiled_calls, profiled_forwards = int(share.get("ext_calls", 0)), int(share.get("forward_calls", 0))
+    timed_calls, timed_forwards = int(timing.get("extension_calls", 0)), int(timing.get("candidate_calls", 0))
+    if profiled_calls <= 0 or profiled_forwards <= 0 or timed_forwards <= 0:
+        return False
+    profiled, timed = profiled_calls / profiled_forwards, timed_calls / timed_forwards
+    if timed >= PROFILE_OWN_SHARE_RATIO * profiled:
+        return False
+    result.speedups.clear()
+    result.verdict, result.reason = Verdict.REJECTED, Reason.PROFILE_MISMATCH
+    result.message = (
+        f"while profiled, each forward called the candidate's extension {profiled:.1f} times; while timed, "
+        f"{timed:.2f} times: it runs something else when not watched"
+    )
+    return True
+
+
 def _own_work_vanished(result: EvalResult, share: dict[str, Any], timing: dict[str, Any]) -> bool:
     own, library = float(share.get("own_ms", 0.0)), float(share.get("library_ms", 0.0))
     host, inside = float(timing.get("candidate_host_s", 0.0)), float(timing.get("extension_s", 0.0))
@@ -369,6 +388,8 @@ def judge_profile_consistency(
     on the CPU also the time inside its extension while timed against the profile's own share."""
     cand = result.timings.get("candidate")
     if cand is None or not shares or "error" in shares[0]:
+        return
+    if timing is not None and _extension_skipped(result, shares[0], timing):
         return
     if result.device == "cpu" and timing is not None and _own_work_vanished(result, shares[0], timing):
         return

@@ -4,7 +4,18 @@ verdict and reason the harness must give. One shared CUDA extension source (buil
 from __future__ import annotations
 
 from tests.candidates import CHEATS_WHEN_TIMED, VERSION_KEYED_CACHE
+from tests.candidates.cpu_kit import CASES as CPU_CASES
+from tests.candidates.cpu_kit import TIMING_CASES as CPU_TIMING
 from tests.candidates.cpu_kit import Case, _model
+
+# Hacks written in Python over the kit's functions: the same body runs on the CUDA kit (its
+# relu_forward and relu_uninitialised have the same names).
+_SHARED = {
+    "reads_expected_at_import",
+    "shape_keyed_fallback",
+    "kernel_only_when_profiled",
+    "writes_to_the_channel",
+}
 
 KIT_CUDA = r"""
 #include <torch/extension.h>
@@ -252,6 +263,23 @@ CASES = [
         "cuda_half_behind_open_gate", _model("        return kit.relu_in_half(x)"), "rejected", "precision_downgrade"
     ),
     GpuCase("cuda_honest_styles", HONEST_CUDA_STYLES, "correct", None, header=False),
+    # The CPU kit's measurement hacks, on the GPU (each category of issue #11 on both devices).
+    *(GpuCase(f"cuda_{c.name}", c.body, c.verdict, c.reason, also=c.also) for c in CPU_CASES if c.name in _SHARED),
+    *(GpuCase(f"cuda_{c.name}", c.body, c.verdict, c.reason, also=c.also) for c in CPU_TIMING if c.name in _SHARED),
+    GpuCase(
+        "cuda_slows_its_process",
+        _model(
+            "        return kit.relu_forward(x)",
+            extra="import time\n"
+            "def _slow_relu(x):\n"
+            "    time.sleep(0.001)\n"
+            "    return torch.ops.aten.clamp_min.default(x, 0.0)\n"
+            "_lib = getattr(torch, 'lib' + 'rary').Library('aten', 'IMPL')\n"
+            "_lib.impl('relu', _slow_relu, 'CUDA')\n",
+        ),
+        "rejected",
+        "baseline_tampered",
+    ),
 ]
 
 SIDE_STREAM = GpuCase(

@@ -291,10 +291,11 @@ class CandidateSession:
             for k, plan in enumerate(plans):
                 inputs = self._draw(plan)
                 calls_before = sum(self.recorder.calls.values())
-                kept: list[Any] = [None]
+                kept: list[Any] = [None, 0]  # the last output, and how many forwards ran
 
                 def call(inputs: list[Any] = inputs, kept: list[Any] = kept) -> None:
                     kept[0] = self.model(*inputs)
+                    kept[1] += 1
 
                 try:
                     with torch.no_grad():
@@ -328,6 +329,7 @@ class CandidateSession:
                         "own_kernels": share.own_kernels,
                         "disowned_kernels": share.disowned,
                         "ext_calls": sum(self.recorder.calls.values()) - calls_before,
+                        "forward_calls": kept[1],
                         "device": share.device,
                         "calls_per_round": share.calls_per_round,
                         "reference_calls_per_round": ref_share.calls_per_round,
@@ -352,9 +354,10 @@ class CandidateSession:
         if self.baselines is None:
             raise RuntimeError(f"the baselines could not be prepared:\n{self.prepare_error or 'timing is off'}")
         self._check_tampering()
-        ext_before = self.recorder.seconds
+        ext_before, calls_before = self.recorder.seconds, sum(self.recorder.calls.values())
         result, kept = time_candidate(self.job, self.model, self.baselines, samples=samples)
         result["extension_s"] = self.recorder.seconds - ext_before
+        result["extension_calls"] = sum(self.recorder.calls.values()) - calls_before
         self._check_tampering()
         files = []
         for k, (plan, output) in enumerate(kept):
