@@ -190,3 +190,12 @@ def test_ray_missing_is_an_environment_error(
     assert run_cli([*argv, "--device", "cpu", "--ray", "local", "--quiet"]) == 5
     assert "pip install 'kernelwright[ray]'" in capsys.readouterr().err
     assert run_cli([*argv, "--ray", "local", "--device", "auto"]) == 2  # with --ray the device must be named
+
+
+def test_a_bad_optimize_flag_ends_the_command_before_any_worker(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["batch", "optimize", "relu", "--out", str(tmp_path / "o"), "--device", "cpu", "--backend", "cuda"]
+    assert run_cli([*argv, "--quiet"]) == 2
+    assert "--backend cuda needs --device cuda" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "logs").exists()

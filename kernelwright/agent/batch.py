@@ -25,7 +25,7 @@ from kernelwright.agent.profiling import make_profiler
 from kernelwright.agent.runner import RunOutcome, harness_session, run
 from kernelwright.agent.scripted import ScriptDiverged, ScriptedSession, ScriptExhausted
 from kernelwright.agent.scripts import SCRIPTS
-from kernelwright.config import load_settings
+from kernelwright.config import Settings, load_settings
 from kernelwright.errors import ExitCode, KernelwrightError
 from kernelwright.tools.batch.engine import BatchOutcome, BatchPlan, Runner, execute, problem_fields, problem_task
 from kernelwright.tools.batch.events import Listener
@@ -153,21 +153,15 @@ def optimize_task(init: dict[str, Any], slot: Slot, task: dict[str, Any], emit: 
         flags["scripted"] = script
     if flags["device"] == "cpu" and slot.threads:
         flags["num_threads"] = slot.threads
-    runs_dir = Path(settings.runs_dir)
     run_id = task["run_id"]
-    summary = runs.read_summary(runs_dir / run_id)
-    resume = (runs_dir / run_id / "config.json").is_file() and not (summary or {}).get("finished")
     start = time.monotonic()
-    if resume:
-        config = runs.load_config(runs_dir, run_id).with_credentials(settings)
-    else:
-        config = AgentConfig.from_settings(settings, problem=task["problem_path"], run_id=run_id, **flags)
-    models, session = _models(config)
-    subscribers: list[Any] = [_status(emit, task["problem"])]
-    if session is not None and session.expected_verdicts:
-        subscribers.append(session.watch)
-    outcome: RunOutcome | None = None
+    config: AgentConfig | None = None
     try:
+        config, resume = _config(settings, task, flags)
+        models, session = _models(config)
+        subscribers: list[Any] = [_status(emit, task["problem"])]
+        if session is not None and session.expected_verdicts:
+            subscribers.append(session.watch)
         profiler, missing = make_profiler(config, settings)
         with harness_session(config, settings) as evaluator:
             outcome = run(
@@ -182,10 +176,11 @@ def optimize_task(init: dict[str, Any], slot: Slot, task: dict[str, Any], emit: 
             )
         record = _record(stub, config, outcome, time.monotonic() - start)
     except (ScriptExhausted, ScriptDiverged) as exc:
+        assert config is not None  # a script runs only once the run is configured
         record = _record(stub, config, None, time.monotonic() - start).model_copy(
             update={"reason": "script_diverged", "message": exc.message[:600], "accepted": False, "exit_code": 1}
         )
-    except KernelwrightError as exc:  # the LLM endpoint, the machine, a bad problem file: retried next time
+    except KernelwrightError as exc:  # the LLM endpoint, the machine: retried next time; a bad problem file: final
         record = stub.model_copy(
             update={
                 "kind": "problem_error",
@@ -197,6 +192,16 @@ def optimize_task(init: dict[str, Any], slot: Slot, task: dict[str, Any], emit: 
             }
         )
     emit({"type": "result", "record": record.model_dump(mode="json")})
+
+
+def _config(settings: Settings, task: dict[str, Any], flags: dict[str, Any]) -> tuple[AgentConfig, bool]:
+    """The problem's run: resumed when its folder holds an unfinished run, else a new one."""
+    runs_dir = Path(settings.runs_dir)
+    run_id = task["run_id"]
+    summary = runs.read_summary(runs_dir / run_id)
+    if (runs_dir / run_id / "config.json").is_file() and not (summary or {}).get("finished"):
+        return runs.load_config(runs_dir, run_id).with_credentials(settings), True
+    return AgentConfig.from_settings(settings, problem=task["problem_path"], run_id=run_id, **flags), False
 
 
 def _no_script(stub: BatchRecord, why: str) -> dict[str, Any]:
@@ -229,8 +234,12 @@ def run_optimize(
 ) -> BatchOutcome:
     problem_set = resolve_problem_set(refs, level=level, ids=ids)
     plan = plan_optimize(problem_set, out, str(flags["device"]), scripted)
+    given = {k: v for k, v in flags.items() if v is not None}
+    if plan.tasks:  # a bad flag ends the command here (exit 2), not once in every worker
+        settings = load_settings(config_file, home=home)
+        AgentConfig.from_settings(settings, problem=plan.tasks[0]["problem_path"], run_id="check", **given)
     init = {
-        "flags": {k: v for k, v in flags.items() if v is not None},
+        "flags": given,
         "scripted": scripted,
         "config_file": str(config_file) if config_file else None,
         "overrides": {"runs_dir": str((out / "runs").resolve()), "home": str(home) if home else None},

@@ -9,6 +9,7 @@ goes on with the next problem.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import tempfile
@@ -31,8 +32,10 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_]+")
 
 
 def staged_name(rel: str) -> str:
-    """A candidate's file name in the staging folder: unique per problem, a valid module name."""
-    return _UNSAFE.sub("_", rel.removesuffix(".py")).strip("_") or "candidate"
+    """A candidate's file name in the staging folder (and its evidence folder's): readable, and
+    unique per problem even when two layouts flatten to the same words."""
+    readable = _UNSAFE.sub("_", rel.removesuffix(".py")).strip("_") or "candidate"
+    return f"{readable}_{hashlib.sha1(rel.encode()).hexdigest()[:6]}"
 
 
 def problem_folder(qualified: str) -> str:
