@@ -163,8 +163,11 @@ class LocalPool:
                     continue
                 if live.interrupted():
                     return
+                try:  # its stdout closed: it is exiting, or stuck (then killed below)
+                    code: int | None = worker.proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    code = None
                 detail = worker.log_tail()
-                code = worker.proc.poll()
                 worker.kill()
                 worker = None
                 on_message(slot, {"type": "task_failed", "task": task, "detail": f"worker exited ({code}): {detail}"})
