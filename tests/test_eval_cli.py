@@ -61,7 +61,12 @@ def test_eval_json_and_exit_codes(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stderr  # one incorrect candidate: the user must look
     doc = json.loads(done.stdout)
     assert [r["verdict"] for r in doc["results"]] == ["correct", "incorrect"]
-    assert doc["results"][0]["speedups"]["eager"]["ratio"] > 0
+    good_result = doc["results"][0]
+    # A speedup, or (on a loaded machine, where eager's intra-op threads make it erratic) the
+    # documented refusal to report one whose baselines disagree with the clean process's.
+    assert good_result["speedups"].get("eager", {}).get("ratio", 0) > 0 or (
+        any(f["code"] == "baselines_disagree" for f in good_result["flags"]) and not good_result["speedups"]
+    )
     assert (tmp_path / "ev" / "good" / "result.json").exists()
     assert "checking correctness" in done.stderr and "timing against eager" in done.stderr  # progress on stderr
 

@@ -307,6 +307,21 @@ def timed_stats(data: dict[str, Any]) -> dict[str, TimingStats]:
     return {name: TimingStats.model_validate(fn["stats"]) for name, fn in data["result"]["fns"].items()}
 
 
+def disagreeing_baselines(timings: dict[str, TimingStats], clean: dict[str, dict[str, float]]) -> list[str]:
+    """Baselines timed beside the candidate far from the clean figures, slower or faster (an
+    intra-op thread pool on a loaded machine makes either process's eager erratic)."""
+    out = slowed_baselines(timings, clean)
+    for name, figures in clean.items():
+        beside = timings.get(name)
+        if beside is None or name in out:
+            continue
+        if figures["median_ms"] > BASELINE_SLOWDOWN * beside.median_ms + BASELINE_MARGIN_MS and (
+            figures["ci_low_ms"] > beside.ci_high_ms
+        ):
+            out.append(name)
+    return out
+
+
 def slowed_baselines(timings: dict[str, TimingStats], clean: dict[str, dict[str, float]]) -> list[str]:
     slowed = []
     for name, figures in clean.items():
@@ -342,7 +357,7 @@ def judge_baselines(
     result.speedups.clear()
     note = (
         f"speedups not reported: the baselines timed beside the candidate disagree with the session's clean times "
-        f"({figures(slowed)}), and timed again they agreed: the machine was busy"
+        f"({figures(slowed)}), and not in a way timing again pinned on the candidate: the machine was busy"
     )
     result.flags.append(Flag(code="baselines_disagree", message=note))
     result.message += f"; {note}"

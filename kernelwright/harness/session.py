@@ -86,20 +86,24 @@ class _Context:
         scaled = self.opts.call_timeout_factor * max(ms, default=0.0) / 1e3
         return min(self.opts.run_timeout_s, max(self.opts.call_timeout_floor_s, scaled))
 
-    def clean_baselines(self, refresh: bool = False) -> dict[str, dict[str, float]]:
+    def clean_baselines(self, spacer_ms: float | None = None) -> dict[str, dict[str, float]]:
         """The baselines timed in the reference's process, which never ran candidate code, on a
-        quiet machine: measured once per session (again with `refresh`)."""
-        if self.clean is None or refresh:
-            with self.lock, live.quiet(keep=self.oracle):
-                assert self.oracle is not None
-                self.oracle.send("baselines")
-                answer = self.oracle.expect("baselines", self.opts.run_timeout_s)
-            if not answer.ok or answer.message is None:
-                raise ProblemError(
-                    f"{self.problem.path}: timing the baselines in the reference's process failed: {answer.detail}"
-                )
-            self.clean = answer.message.data.get("times", {})
-        return self.clean
+        quiet machine: alone once per session; with `spacer_ms`, timed now with a busy stand-in of
+        that length interleaved where the candidate was (not kept)."""
+        if self.clean is not None and spacer_ms is None:
+            return self.clean
+        with self.lock, live.quiet(keep=self.oracle):
+            assert self.oracle is not None
+            self.oracle.send(f"baselines {spacer_ms or 0.0}")
+            answer = self.oracle.expect("baselines", self.opts.run_timeout_s)
+        if not answer.ok or answer.message is None:
+            raise ProblemError(
+                f"{self.problem.path}: timing the baselines in the reference's process failed: {answer.detail}"
+            )
+        times: dict[str, dict[str, float]] = answer.message.data.get("times", {})
+        if spacer_ms is None:
+            self.clean = times
+        return times
 
     def compare(self, plan: TrialPlan, path: Path, repeat: Path | None = None) -> dict[str, Any]:
         """Compare a candidate's output file with the reference for `plan`, in the reference's
@@ -316,25 +320,31 @@ def _run_candidate(
 
 def _cross_check_baselines(ctx: _Context, worker: WorkerProcess, result: EvalResult) -> None:
     """The baselines as timed in the candidate's process against the same baselines timed in the
-    reference's, which never ran candidate code. Slower beside the candidate: both are timed again
-    (beside the candidate, then clean); slower beside it both times, the candidate slowed them
-    (rejected); otherwise the machine's load changed, and no speedup of this run is reported."""
+    reference's, which never ran candidate code. Slower beside the candidate: the clean ones are
+    timed again with a stand-in for the candidate interleaved (what runs between a baseline's calls
+    changes its time), and the candidate's side once more; slower beside it every time, the
+    candidate slowed them (rejected); otherwise no speedup of this run is reported."""
     clean = ctx.clean_baselines()
-    slowed = judge.baselines_slowed(result, clean)
-    if slowed:
-        still: list[str] = []
+    result.clean_baseline_ms = {name: figures["median_ms"] for name, figures in clean.items()}
+    if not judge.disagreeing_baselines(result.timings, clean):
+        return
+    spacer = result.timings["candidate"].median_ms
+    like = ctx.clean_baselines(spacer_ms=spacer)
+    slowed = judge.disagreeing_baselines(result.timings, like)
+    if not slowed:  # timed again, the clean process agrees: its first figures were the odd ones
+        return
+    still = [name for name in judge.baselines_slowed(result, like) if name in slowed]
+    if still:
         with live.quiet(keep=worker):
             worker.send("timing 0")
             again = worker.expect("timing", ctx.opts.timing_plan.time_cap_s * 2 + 10 * ctx.call_limit_s())
         if again.ok and again.message is not None and "result" in again.message.data:
-            clean = ctx.clean_baselines(refresh=True)
-            still = [
-                name
-                for name in judge.slowed_baselines(judge.timed_stats(again.message.data), clean)
-                if name in slowed and name in judge.baselines_slowed(result, clean)
-            ]
-        judge.judge_baselines(result, clean, slowed, still)
-    result.clean_baseline_ms = {name: figures["median_ms"] for name, figures in clean.items()}
+            like = ctx.clean_baselines(spacer_ms=spacer)
+            retimed = judge.slowed_baselines(judge.timed_stats(again.message.data), like)
+            still = [name for name in still if name in retimed and name in judge.baselines_slowed(result, like)]
+        else:
+            still = []
+    judge.judge_baselines(result, like, slowed, still)
 
 
 def _run_trials(

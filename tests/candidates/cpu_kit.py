@@ -414,10 +414,11 @@ TIMING_CASES = [
         _model(
             "        return kit.relu_forward(x)",
             # A kernel of its own registered for aten::relu: eager's torch.relu, in this process only,
-            # sleeps first (no torch function is replaced, so no identity check sees it).
+            # sleeps first (no torch function is replaced, so no identity check sees it). 20 ms: more
+            # than an intra-op thread pool's wake-ups cost eager on a loaded 2-core machine (~7 ms).
             extra="import time\n"
             "def _slow_relu(x):\n"
-            "    time.sleep(0.001)\n"
+            "    time.sleep(0.02)\n"
             "    return torch.ops.aten.clamp_min.default(x, 0.0)\n"
             "_lib = getattr(torch, 'lib' + 'rary').Library('aten', 'IMPL')\n"
             "_lib.impl('relu', _slow_relu, 'CPU')\n",

@@ -11,8 +11,9 @@ After its `result reference` message it serves commands on stdin until `stop`:
   (`outputs.load_output`), move it to the device, and compare it with the reference for that plan
   (a correctness trial, or an input set the candidate was timed or profiled on, drawn from the
   seed the candidate's worker reports). The answer is the comparison's figures, never the values.
-- `baselines`: time the baselines (eager, torch.compile) as a candidate's worker does, here, where
-  no candidate code ever ran: the clean figures the candidate's process must agree with.
+- `baselines [SPACER_MS]`: time the baselines (eager, torch.compile) as a candidate's worker does,
+  here, where no candidate code ever ran: the clean figures the candidate's process must agree
+  with (with a busy stand-in of SPACER_MS interleaved where the candidate was).
 
 The harness process never holds the reference outputs and never imports a candidate; this process
 never runs candidate code.
@@ -216,6 +217,7 @@ def serve(job: WorkerJob, chan: Channel) -> None:
             from kernelwright.harness.timing.run import time_baselines
 
             chan.send("phase", "baselines")
-            chan.send("result", "baselines", times=time_baselines(job, oracle.inst))
+            spacer = float(argument or 0.0)
+            chan.send("result", "baselines", times=time_baselines(job, oracle.inst, spacer_ms=spacer))
         else:
             return

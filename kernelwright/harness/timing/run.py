@@ -175,15 +175,37 @@ def time_candidate(
     return report, sample.kept
 
 
-def time_baselines(job: WorkerJob, inst: ProblemInstance) -> dict[str, dict[str, float]]:
-    """The baselines timed alone, as the candidate's worker times them, in a process that never
-    ran candidate code (the reference's): the figures a candidate's process must agree with."""
+SPACER_CAP_MS = 50.0
+
+
+def _spacer(ms: float) -> Callable[[Any], None]:
+    """A stand-in for the candidate between the baselines' calls: one thread busy for `ms`. What
+    runs between a baseline's calls changes its time (an intra-op thread pool that went to sleep
+    must be woken: on a loaded 2-core machine that made eager relu 7 ms beside a single-threaded
+    candidate and 0.02 ms timed alone)."""
+    seconds = min(ms, SPACER_CAP_MS) / 1e3
+
+    def spin(xs: Any) -> None:
+        end = _perf_counter() + seconds
+        while _perf_counter() < end:
+            pass
+
+    return spin
+
+
+def time_baselines(job: WorkerJob, inst: ProblemInstance, spacer_ms: float = 0.0) -> dict[str, dict[str, float]]:
+    """The baselines timed as the candidate's worker times them, in a process that never ran
+    candidate code (the reference's): the figures a candidate's process must agree with. With
+    `spacer_ms`, a busy stand-in of that length is interleaved with them where the candidate was."""
     assert job.timing is not None
     plan = job.timing
     baselines = prepare_baselines(job, inst)
     pool = baselines.pool
+    fns = dict(baselines.fns)
+    if spacer_ms > 0:
+        fns["spacer"] = _spacer(spacer_ms)
     result = time_interleaved(
-        baselines.fns,
+        fns,
         pool.sets,
         timer=CudaEventTimer() if job.device == "cuda" else CpuTimer(),
         warmup=plan.warmup,
@@ -198,4 +220,5 @@ def time_baselines(job: WorkerJob, inst: ProblemInstance) -> dict[str, dict[str,
     return {
         name: {"median_ms": fn.stats.median_ms, "ci_low_ms": fn.stats.ci_low_ms, "ci_high_ms": fn.stats.ci_high_ms}
         for name, fn in result.fns.items()
+        if name != "spacer"
     }
