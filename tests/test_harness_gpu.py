@@ -15,7 +15,7 @@ from kernelwright.problems import resolve_problem
 from kernelwright.problems.solutions_index import all_solutions
 from tests.candidates import harness_options, write_case
 from tests.candidates.cpu_kit import Case
-from tests.candidates.gpu_kit import CASES, CORRECT_CUDA, SIDE_STREAM, SPIN
+from tests.candidates.gpu_kit import CASES, CORRECT_CUDA, GEMM_WITH_OWN_EPILOGUE, SIDE_STREAM, SPIN
 
 pytestmark = pytest.mark.gpu
 
@@ -95,3 +95,15 @@ def test_cuda_oracles_get_their_expected_verdicts(problem_name: str, shared_home
     for entry, result in zip(entries, results, strict=True):
         got = (result.verdict.value, result.reason.value if result.reason else None)
         assert got == (entry.expected, entry.reason), f"{entry.path.name}: {result.message}"
+
+
+def test_a_library_gemm_with_an_own_epilogue_under_each_policy(tmp_path: Path, shared_home: Path) -> None:
+    """At the problem's default size (4096^3): strict rejects it (cuBLAS does the main work);
+    engineering accepts it and reports the library share."""
+    path = tmp_path / "gemm_epilogue.py"
+    path.write_text(GEMM_WITH_OWN_EPILOGUE)
+    problem = resolve_problem("gemm_bias_relu")
+    for policy, verdict in (("strict", "rejected"), ("engineering", "correct")):
+        [result] = evaluate(problem, [path], _opts(shared_home, size="default", trials=2, policy=policy))
+        assert result.verdict.value == verdict, (policy, result.message)
+        assert result.library_share is not None and result.library_share > 0.5, result.message

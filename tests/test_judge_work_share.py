@@ -27,6 +27,7 @@ def _share(own_ms: float, library_ms: float, reference_ms: float, **extra: Any) 
         "top_library_ops": [(GEMM, library_ms)] if library_ms else [],
         "ext_calls": 4,
         "device": "cuda",
+        "output_pass_ms": 0.05,
         **extra,
     }
 

@@ -67,7 +67,7 @@ def test_eval_explain_needs_no_problem() -> None:
     assert result.output.startswith("torch_fallback: rejected")
     words = " ".join(result.output.split())  # the rationale is wrapped for the terminal
     assert REASONS[Reason.TORCH_FALLBACK].why in words
-    assert "engineering: applies, as: own kernels at least 5%" in words
+    assert "engineering: applies, as: own kernels at least a quarter of one pass over the output" in words
 
 
 def test_eval_explain_of_an_unknown_code_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

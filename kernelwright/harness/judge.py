@@ -21,7 +21,11 @@ from kernelwright.problems.candidate.kernel_names import base_name
 # Library ops (aten, cuBLAS, cuDNN) inside the candidate's forward may take at most this share of
 # the reference's whole forward: more, and PyTorch is doing the main computation.
 MAX_LIBRARY_SHARE = 0.5
-ENGINEERING_MIN_OWN_SHARE = 0.05  # policy engineering: the own kernels' least share of the candidate's time
+# Policy engineering: the candidate's own kernels must take at least this share of one copy of the
+# output per call (an epilogue over a cuBLAS GEMM's output does; a kernel run on one element
+# beside PyTorch's op does not), or of the candidate's whole time, whichever is less.
+ENGINEERING_MIN_OUTPUT_PASS = 0.25
+ENGINEERING_MIN_OWN_SHARE = 0.05
 
 Decision = tuple[Verdict, Reason | None, str]
 
@@ -160,8 +164,8 @@ def judge_work_share(
     worst one decides, so a fallback keyed on shape cannot hide behind the default inputs.
 
     `strict`: library ops may not take half the reference's time. `engineering`: they may do
-    part of the work, but the candidate's own kernels must carry at least
-    `ENGINEERING_MIN_OWN_SHARE` of its profiled time on every shape (a kernel run on one element
+    part of the work, but on every shape the candidate's own kernels must take a quarter of one
+    copy of the output, or 5% of its profiled time if that is less (a kernel run on one element
     beside a library call is not on the hot path); the library share is reported."""
     result.policy = policy
     if not shares or any("error" in s for s in shares):
@@ -212,11 +216,16 @@ def judge_work_share(
         share_of_library = library / (own + library) if own + library > 0 else 0.0
         result.library_share = max(result.library_share or 0.0, share_of_library)
         if policy == "engineering":
-            if own + library > 0 and own / (own + library) < ENGINEERING_MIN_OWN_SHARE:
+            need = min(
+                ENGINEERING_MIN_OUTPUT_PASS * float(share.get("output_pass_ms", 0.0)),
+                ENGINEERING_MIN_OWN_SHARE * (own + library),
+            )
+            if own + library > 0 and own < need:
                 result.verdict, result.reason = Verdict.REJECTED, Reason.TORCH_FALLBACK
                 result.message = (
-                    f"the candidate's own kernels took {own / (own + library):.1%} of its profiled time{where} "
-                    f"(policy engineering needs {ENGINEERING_MIN_OWN_SHARE:.0%}): they are not on the hot path; {top}"
+                    f"the candidate's own kernels took {own:.4f} ms per call{where}, less than policy engineering's "
+                    f"{need:.4f} ms (a quarter of one pass over the output, or 5% of its time): they are not on the "
+                    f"hot path; {top}"
                 )
                 return
         elif reference > 0 and library >= MAX_LIBRARY_SHARE * reference:

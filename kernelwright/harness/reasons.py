@@ -163,11 +163,12 @@ _ENTRIES = (
         "extension calls ATen's kernels directly (`at::cpu::`, `at::native::`: the profiler cannot see that work), "
         "or, under `strict`, library ops (aten, cuBLAS, cuDNN, also called from inside the extension) took at least "
         "50% of the reference's whole forward time on some profiled shape. The speedup would then be PyTorch's, not "
-        "the candidate's. Under `engineering` library ops may do part of the work, but the candidate's own kernels "
-        "must take at least 5% of its profiled time on every shape.",
+        "the candidate's. Under `engineering` library ops may do part of the work, but on every shape the candidate's "
+        "own kernels must take at least a quarter of the time of one copy of the output (or 5% of its profiled time, "
+        "if that is less): an epilogue over a library GEMM's output does, a kernel run on one element does not.",
         policy_rules=(
             ("strict", "library ops below 50% of the reference's time"),
-            ("engineering", "own kernels at least 5% of the candidate's time; library share reported"),
+            ("engineering", "own kernels at least a quarter of one pass over the output; library share reported"),
         ),
     ),
     ReasonInfo(

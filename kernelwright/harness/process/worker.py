@@ -311,6 +311,7 @@ class CandidateSession:
                     continue
                 finally:
                     self.recorder.profiling = False
+                output_pass = dynamic_checks.output_pass_ms(kept[0], self.job.device)
                 path = self.job.out_dir / f"profiled_{k}.pt"
                 torch.save(_to_cpu(kept[0]), path)
                 shares.append(
@@ -330,6 +331,7 @@ class CandidateSession:
                         "disowned_kernels": share.disowned,
                         "ext_calls": sum(self.recorder.calls.values()) - calls_before,
                         "forward_calls": kept[1],
+                        "output_pass_ms": output_pass,
                         "device": share.device,
                         "calls_per_round": share.calls_per_round,
                         "reference_calls_per_round": ref_share.calls_per_round,
