@@ -29,5 +29,7 @@ def shared_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _isolated_locations(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, shared_home: Path) -> None:
     monkeypatch.setenv("KERNELWRIGHT_HOME", str(shared_home))
     monkeypatch.setenv("KERNELWRIGHT_RUNS_DIR", str(tmp_path / "runs"))
+    # Memory is per test: one test's runs must not become another's starting point.
+    monkeypatch.setenv("KERNELWRIGHT_MEMORY_DB", str(tmp_path / "memory.sqlite"))
     monkeypatch.delenv("KERNELWRIGHT_CONFIG", raising=False)
     monkeypatch.chdir(tmp_path)

@@ -12,6 +12,7 @@ from kernelwright.errors import ConfigError, ExitCode
 
 def test_locations_derive_from_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KERNELWRIGHT_HOME", str(tmp_path / "h"))
+    monkeypatch.delenv("KERNELWRIGHT_MEMORY_DB", raising=False)  # conftest gives each test its own
     s = load_settings()
     assert s.home == tmp_path / "h"
     assert (s.build_cache_dir, s.inductor_cache_dir, s.memory_db) == (

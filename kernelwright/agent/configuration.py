@@ -80,6 +80,12 @@ class AgentConfig:
     """The run this one branched from (`--from RUN_ID`)..."""
     branch_candidate: int | None = None
     """...and the candidate of that run its first plan starts from (`--from-candidate N`)."""
+    memory: bool = True
+    """Read and write the memory database (`--no-memory`: neither)."""
+    memory_db: Path | None = None
+    """The memory database (the `memory_db` setting)."""
+    memory_tokens: int = 1500
+    """The planner prompt's budget for what memory recalls (estimated tokens)."""
 
     @property
     def run_dir(self) -> Path:
@@ -131,6 +137,7 @@ class AgentConfig:
             price_in_per_1k=settings.llm_price_in_per_1k,
             price_out_per_1k=settings.llm_price_out_per_1k,
             policy=settings.policy,
+            memory_db=settings.memory_db,
         )
         config = replace(base, **flags)
         config.validate()
@@ -156,6 +163,8 @@ class AgentConfig:
             raise UsageError("--rounds must be at least 1")
         if self.tool_rounds < 0:
             raise UsageError("tool_rounds must be 0 or more")
+        if self.memory_tokens < 0:
+            raise UsageError("memory_tokens must be 0 or more")
         if self.backend in ("cuda", "triton") and self.device == "cpu":
             raise UsageError(f"--backend {self.backend} needs --device cuda", hint="use --backend cpp on the CPU")
 

@@ -1,11 +1,12 @@
 """The live objects a run's nodes use, beside its configuration: the chat model per role, the
-evaluator, the profiler, the event stream and the human hint queue. Small protocols, so tests and
-the demo swap in fakes without monkeypatching."""
+evaluator, the profiler, the memory, the event stream and the human hint queue. Small protocols,
+so tests and the demo swap in fakes without monkeypatching."""
 
 from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -15,6 +16,8 @@ from langchain_core.runnables import RunnableConfig
 
 from kernelwright.agent.events import EventStream
 from kernelwright.harness.result import EvalResult
+from kernelwright.memory import CandidateEntry, ProblemKey, Recall, RecallQuery
+from kernelwright.problems import Problem
 
 
 class Evaluator(Protocol):
@@ -44,6 +47,21 @@ class Profiler(Protocol):
     def profile(self, candidate: Path, report_path: Path) -> CandidateProfile: ...
 
 
+class Memory(Protocol):
+    """What the nodes need of the knowledge base (`memory.KnowledgeBase` is one): write a judged
+    candidate at once, attach its digest and lesson later, and recall for the planner."""
+
+    def problem_key(self, problem: Problem) -> ProblemKey: ...
+
+    def record(self, entry: CandidateEntry) -> None: ...
+
+    def annotate(
+        self, run_id: str, indexes: Sequence[int], *, digest: str | None = None, lesson: str | None = None
+    ) -> int: ...
+
+    def recall(self, query: RecallQuery) -> Recall: ...
+
+
 @dataclass
 class Deps:
     models: dict[str, BaseChatModel]
@@ -54,6 +72,8 @@ class Deps:
     profiler: Profiler | None = None
     profiler_missing: str = "ncu (Nsight Compute) was not found"
     """Why `profiler` is None on a cuda run (the note the reviewer reads)."""
+    memory: Memory | None = None
+    """None: this run neither reads nor writes memory (`--no-memory`)."""
 
     @classmethod
     def from_runnable_config(cls, config: RunnableConfig | None) -> Deps:

@@ -108,6 +108,30 @@ class RunBranched(_Event):
     verdict: str
 
 
+class MemoryRecalled(_Event):
+    """What the planner's prompt shows from memory this round: each item's id, tier and why."""
+
+    kind: Literal["memory_recalled"] = "memory_recalled"
+    items: list[dict[str, Any]] = Field(default_factory=list)
+    left_out: int = 0
+    tokens: int = 0
+    budget_tokens: int = 0
+
+
+class RememberedStart(_Event):
+    """A new run starts from the best kernel memory holds for its problem on this machine; it is
+    re-evaluated here as candidate 0 (the numbers then are another run's)."""
+
+    kind: Literal["remembered_start"] = "remembered_start"
+    memory_id: str
+    uid: str
+    from_run: str
+    from_index: int
+    machine: str
+    outcome_then: str
+    path: str
+
+
 class ReviewWritten(_Event):
     kind: Literal["review_written"] = "review_written"
     decision: str
@@ -144,6 +168,8 @@ Event = Annotated[
     | CandidateProfiled
     | ToolCalled
     | RunBranched
+    | MemoryRecalled
+    | RememberedStart
     | ReviewWritten
     | UsageUpdated
     | RunFinished,

@@ -17,9 +17,9 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from kernelwright.agent import runs
+from kernelwright.agent import remember, runs
 from kernelwright.agent.configuration import AgentConfig
-from kernelwright.agent.deps import Deps, Evaluator, Profiler
+from kernelwright.agent.deps import Deps, Evaluator, Memory, Profiler
 from kernelwright.agent.events import EventStream, RunBranched, RunFinished, RunStarted, TrajectoryWriter, _Event
 from kernelwright.agent.graph import build_graph
 from kernelwright.agent.scripted import ScriptedSession
@@ -27,6 +27,7 @@ from kernelwright.agent.state import AgentState, CandidateRecord
 from kernelwright.config import Settings
 from kernelwright.errors import ExitCode
 from kernelwright.harness.options import TimingPlan
+from kernelwright.memory import KnowledgeBase
 from kernelwright.problems import resolve_problem
 from kernelwright.tools.evaluate import eval_options, open_session
 
@@ -96,9 +97,23 @@ def harness_session(config: AgentConfig, settings: Settings) -> Iterator[Evaluat
         yield session
 
 
-def _fresh_state(config: AgentConfig, events: EventStream) -> AgentState:
+@contextlib.contextmanager
+def open_memory(config: AgentConfig, given: Memory | None) -> Iterator[Memory | None]:
+    """The run's memory: the one given (a test's, a caller's), else the database the config
+    names (closed at the end), else none (`--no-memory`)."""
+    if given is not None or not config.memory or config.memory_db is None:
+        yield given if config.memory else None
+        return
+    with KnowledgeBase.open(config.memory_db) as kb:
+        yield kb
+
+
+def _fresh_state(config: AgentConfig, deps: Deps) -> AgentState:
+    events = deps.events
     if config.branch_from is None:
-        return initial_state(config)
+        state = initial_state(config)
+        state.update(remember.start_from_memory(config, deps))
+        return state
     origin, from_index = runs.branch_origin(config)
     if origin["verdict"] == "correct":
         shutil.copyfile(origin["path"], config.run_dir / "best.py")
@@ -150,8 +165,10 @@ def run(
     hints: tuple[str, ...] = (),
     profiler: Profiler | None = None,
     profiler_missing: str = "ncu (Nsight Compute) was not found",
+    memory: Memory | None = None,
 ) -> RunOutcome:
-    """Run (or resume) the graph to its end; the outcome says how it stopped."""
+    """Run (or resume) the graph to its end; the outcome says how it stopped. Memory is `memory`
+    when given, else the config's database (`config.memory` off: none)."""
     run_dir = config.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
     if not resume:
@@ -173,7 +190,10 @@ def run(
     state: AgentState = {}
     stop = "interrupted"
     finished = False
-    with SqliteSaver.from_conn_string(str(run_dir / "checkpoints.sqlite")) as saver:
+    with (
+        open_memory(config, memory) as deps.memory,
+        SqliteSaver.from_conn_string(str(run_dir / "checkpoints.sqlite")) as saver,
+    ):
         graph = build_graph(saver)
         snapshot = graph.get_state(thread)
         state = dict(snapshot.values) if snapshot.values else {}  # type: ignore[assignment]
@@ -194,7 +214,7 @@ def run(
         try:
             already_done = resume and bool(state) and not snapshot.next
             if not already_done:
-                graph.invoke(None if resume and state else _fresh_state(config, events), thread)
+                graph.invoke(None if resume and state else _fresh_state(config, deps), thread)
             after = graph.get_state(thread)
             state = dict(after.values)  # type: ignore[assignment]
             finished = not after.next

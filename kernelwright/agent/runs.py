@@ -93,6 +93,8 @@ def load_config(runs_dir: Path, run_id: str, **overrides: Any) -> AgentConfig:
     data = json.loads(path.read_text())
     data["runs_dir"] = Path(data["runs_dir"])
     data["roles"] = {k: RoleModel(**v) for k, v in data.get("roles", {}).items()}
+    if data.get("memory_db"):
+        data["memory_db"] = Path(data["memory_db"])
     known = {f.name for f in dataclasses.fields(AgentConfig)}
     data = {k: v for k, v in data.items() if k in known}
     data.update({k: v for k, v in overrides.items() if v is not None})

@@ -97,6 +97,8 @@ class ScriptedSession:
         if getattr(event, "kind", "") != "candidate_evaluated" or not self.expected_verdicts:
             return
         index = int(event.index)
+        if index < 1:
+            return  # candidate 0 came from elsewhere (memory, a branch): the script never wrote it
         expected = self.expected_verdicts[index - 1] if index <= len(self.expected_verdicts) else None
         if event.verdict != expected:
             reason = f" ({event.reason})" if event.reason else ""

@@ -69,7 +69,10 @@ class AgentState(TypedDict, total=False):
     start: CandidateRecord | None
     """What this round's plan starts from: the best so far, else the branch origin."""
     origin: CandidateRecord | None
-    """`--from-candidate`: the earlier run's candidate this run branched from (index 0 here)."""
+    """`--from-candidate`: the earlier run's candidate this run branched from (index 0 here), or
+    the best kernel memory held for this problem (re-evaluated here as candidate 0)."""
+    remembered: dict[str, Any] | None
+    """Where candidate 0 came from when memory supplied it: the entry, its run, its results then."""
     profiles: Annotated[dict[str, ProfileRecord], merge_dicts]
     lessons: Annotated[list[str], operator.add]
     history: Annotated[list[str], operator.add]

@@ -133,7 +133,8 @@ def make_tools(state: AgentState, config: AgentConfig) -> list[BaseTool]:
             view.read_candidate,
             name="read_candidate",
             description="Source, verdict, speedups and harness message of an earlier candidate of this run "
-            "(index as in the history; 0 is the candidate this run branched from).",
+            "(index as in the history; 0 is the candidate this run branched from, or the kernel memory started it "
+            "from).",
         ),
         StructuredTool.from_function(
             view.profile_digest,

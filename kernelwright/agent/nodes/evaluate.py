@@ -2,8 +2,9 @@
 worker is already warm while the LLM writes; with --width K the K candidates are one batch, built
 in parallel). Each candidate is written to candidates/NNN.py and its EvalResult stored under
 results/<sha>.json as soon as the harness returns it, so a resumed run never evaluates the same
-source twice. Build errors and failed correctness go back to the coder with the truncated error,
-a bounded number of times per plan."""
+source twice; it is written to memory at once too, before its event goes out. Build errors and
+failed correctness go back to the coder with the truncated error, a bounded number of times per
+plan."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Literal
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from kernelwright.agent import budget, runs
+from kernelwright.agent import budget, remember, runs
 from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import CandidateEvaluated, CandidateWritten
@@ -52,7 +53,7 @@ def _judge(paths: list[Path], shas: list[str], cfg: AgentConfig, deps: Deps) -> 
 def evaluate(state: AgentState, config: RunnableConfig) -> Command[Literal["coder", "profile", "reviewer"]]:
     cfg, deps = AgentConfig.from_runnable_config(config), Deps.from_runnable_config(config)
     started(deps, state, "evaluate")
-    first = len(state.get("candidates", [])) + 1
+    first = max((c["index"] for c in state.get("candidates", [])), default=0) + 1  # 0: a remembered kernel
     paths, shas = [], []
     for offset, source in enumerate(state.get("drafts") or []):
         path = runs.candidate_path(cfg.run_dir, first + offset)
@@ -75,6 +76,7 @@ def evaluate(state: AgentState, config: RunnableConfig) -> Command[Literal["code
             parent=start["index"] if (start := state.get("start")) else None,
         )
         records.append(rec)
+        remember.record(cfg, deps, rec, source=paths[offset].read_text(), plan=state.get("plan", ""))
         deps.events.emit(
             CandidateEvaluated(
                 index=rec["index"],

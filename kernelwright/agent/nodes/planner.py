@@ -1,5 +1,6 @@
-"""Planner: reads the problem, the machine, the best result and summaries of earlier rounds, and
-writes a short plan with the speedup it expects. It is also where the loop stops: budgets and
+"""Planner: reads the problem, the machine, the best result, summaries of earlier rounds and what
+memory recalls from other runs (each item with why it was retrieved), and writes a short plan
+with the speedup it expects. It is also where the loop stops: budgets and
 acceptance are checked here, in code, before any tokens are spent."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
-from kernelwright.agent import budget
+from kernelwright.agent import budget, remember
 from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import PlanWritten
@@ -39,12 +40,21 @@ def planner(state: AgentState, config: RunnableConfig) -> Command[Literal["coder
     cfg, deps = AgentConfig.from_runnable_config(config), Deps.from_runnable_config(config)
     stop = budget.stop_reason(state, cfg, deps.started)
     if stop is not None:
-        return Command(goto="__end__", update={"stop_reason": stop})
+        # A starting point that already beats the target (a remembered or branched-from kernel,
+        # re-evaluated here) is accepted before any tokens are spent.
+        return Command(goto="__end__", update={"stop_reason": stop, "accepted": stop.startswith("accepted")})
     round_ = state.get("round", 0) + 1
     hints = list(deps.hints)
     deps.hints.clear()
     started(deps, {**state, "round": round_}, "planner")
     start = starting_point(state)
+    start_note = ""
+    if start is not None and start["index"] == 0:
+        start_note = (
+            " (remembered from an earlier run, re-evaluated here as candidate 0)"
+            if state.get("remembered")
+            else " (the candidate this run branched from)"
+        )
     tools = role_tools(state, cfg)
     prompt = messages(
         "planner",
@@ -55,7 +65,8 @@ def planner(state: AgentState, config: RunnableConfig) -> Command[Literal["coder
         target_baseline="torch.compile (eager where compile is unavailable)",
         target=f"{cfg.target:g}",
         best=describe(state.get("best")),
-        start=describe(start) + (" (the candidate this run branched from)" if start and start["index"] == 0 else ""),
+        start=describe(start) + start_note,
+        memory=remember.recall_text(cfg, deps),
         tools=describe_tools(tools),
         tool_rounds=cfg.tool_rounds,
         history=tail(state.get("history", []), 4),

@@ -10,7 +10,7 @@ from typing import Literal
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from kernelwright.agent import runs
+from kernelwright.agent import remember, runs
 from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import CandidateProfiled, ProfileSkipped
@@ -75,6 +75,7 @@ def profile(state: AgentState, config: RunnableConfig) -> Command[Literal["revie
     for cand in todo:
         rec, cached = _profile_one(cand, cfg, deps)
         done[str(cand["index"])] = rec
+        remember.annotate(cfg, deps, [cand["index"]], digest=rec["text"])
         if rec["note"]:
             deps.events.emit(ProfileSkipped(why=rec["note"], index=cand["index"]))
         else:

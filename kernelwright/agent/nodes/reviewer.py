@@ -1,6 +1,7 @@
 """Reviewer: a structured verdict on the round (iterate with feedback, or abandon the direction),
-a one-line lesson, and a plain explanation of any hack the harness rejected. It decides nothing
-about acceptance: whether the run stops is computed here in code, from the EvalResults."""
+a one-line lesson (written to memory beside the round's candidates), and a plain explanation of
+any hack the harness rejected. It decides nothing about acceptance: whether the run stops is
+computed here in code, from the EvalResults."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
-from kernelwright.agent import budget
+from kernelwright.agent import budget, remember
 from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import ReviewWritten
@@ -60,6 +61,8 @@ def reviewer(state: AgentState, config: RunnableConfig) -> Command[Literal["plan
     if review is None:
         review = Review(decision="iterate", feedback=raw.strip()[:500], lesson="")
     deps.events.emit(ReviewWritten(decision=review.decision, lesson=review.lesson, feedback=review.feedback))
+    this_round = [c["index"] for c in state.get("candidates", []) if c["round"] == round_]
+    remember.annotate(cfg, deps, this_round, lesson=review.lesson)
     best = state.get("best")
     improved = best is not None and best["round"] == round_
     summary = f"round {round_}: plan: {state.get('plan', '')[:300]} | result: {outcome.splitlines()[0]}"
