@@ -19,6 +19,7 @@ from kernelwright.cli import (
     demo_cmd,
     doctor_cmd,
     eval_cmd,
+    memory_cmd,
     optimize_cmd,
     profile_cmd,
     runs_cmd,
@@ -41,7 +42,7 @@ app = typer.Typer(
 app.add_typer(problems_app, name="problems")
 
 # Commands living in their own modules register themselves with `register(app)`.
-for _module in (optimize_cmd, demo_cmd, runs_cmd, eval_cmd, specs_cmd, profile_cmd, doctor_cmd, batch_cmd):
+for _module in (optimize_cmd, demo_cmd, runs_cmd, eval_cmd, specs_cmd, profile_cmd, doctor_cmd, batch_cmd, memory_cmd):
     _module.register(app)
 
 _state = AppState()

@@ -17,7 +17,7 @@ from kernelwright.agent.configuration import ROLES, AgentConfig
 from kernelwright.agent.events import JsonLinesWriter, _Event
 from kernelwright.agent.llm import chat_model
 from kernelwright.agent.profiling import make_profiler
-from kernelwright.agent.runner import RunOutcome, harness_session, run
+from kernelwright.agent.runner import RunOutcome, harness_session, open_memory, run
 from kernelwright.agent.scripted import ScriptedSession
 from kernelwright.agent.scripts import SCRIPTS
 from kernelwright.config import Settings
@@ -85,6 +85,17 @@ class HeadlessRenderer:
             self.say(f"  profiled candidate {e.index}{own}: [dim]{first}[/]")
         elif kind == "tool_called":
             self.say(f"  [dim]{e.role} -> {e.name}({', '.join(f'{k}={v!r}' for k, v in e.args.items())})[/]")
+        elif kind == "remembered_start":
+            self.say(
+                f"  memory: starting from {e.memory_id} (run {e.from_run} candidate {e.from_index} on {e.machine}: "
+                f"{e.outcome_then}), re-evaluated here as candidate 0"
+            )
+        elif kind == "memory_recalled":
+            left = f", {e.left_out} left out for the budget" if e.left_out else ""
+            refs = ", ".join(str(i["ref"]) for i in e.items[:8])
+            self.say(
+                f"  [dim]memory: {len(e.items)} item(s) recalled for the planner (~{e.tokens} tokens{left}): {refs}[/]"
+            )
         elif kind == "run_branched":
             self.say(f"  starting from candidate {e.from_index} of run {e.from_run} ({e.verdict}), as candidate 0")
         elif kind == "review_written":
@@ -151,7 +162,8 @@ def execute(
         subscribers.append(writer)
     try:
         profiler, missing = make_profiler(config, settings)
-        with harness_session(config, settings) as evaluator:
+        # Memory first: a locked, damaged or too-new database ends the command before any worker starts.
+        with open_memory(config, None) as memory, harness_session(config, settings) as evaluator:
             outcome = run(
                 config,
                 models,
@@ -162,6 +174,7 @@ def execute(
                 hints=hints,
                 profiler=profiler,
                 profiler_missing=missing,
+                memory=memory,
             )
     finally:
         if writer is not None:

@@ -54,6 +54,7 @@ def register(app: typer.Typer) -> None:
             timing_cap_s=5.0,
             num_threads=1 if chosen == "cpu" else None,
             scripted=DEMO_SCRIPTS[chosen],
+            memory=False,  # the demo shows the whole loop every time, and leaves the user's memory alone
         )
         threads = (
             "; eager, torch.compile and the candidates are all timed on one CPU thread, so a shared machine's "

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -167,6 +168,15 @@ def register(app: typer.Typer) -> None:
                 "--scripted", help="Use a scripted LLM session shipped with kernelwright (relu-cpu, relu-cuda)."
             ),
         ] = None,
+        no_memory: Annotated[
+            bool,
+            typer.Option(
+                "--no-memory",
+                help="Neither recall from nor write to the memory database (by default every candidate is "
+                "remembered, the planner sees what worked before, and a problem solved before starts from its best "
+                "kernel, re-evaluated here).",
+            ),
+        ] = False,
     ) -> int:
         """Optimize a problem: plan, write, evaluate and review kernels until one beats torch.compile
         by --target or a budget runs out. Writes runs/<id>/ (best.py, candidates/, trajectory.json)."""
@@ -230,5 +240,7 @@ def register(app: typer.Typer) -> None:
                 backend=backend or ("cuda" if chosen == "cuda" else "cpp"),
                 **flags,
             )
+        if no_memory:
+            config = replace(config, memory=False)
         outcome, _ = execute(config, settings, resume=bool(resume), events_json=events_json, hints=tuple(hint or ()))
         return ExitCode.OK if outcome.accepted else ExitCode.NEEDS_ATTENTION

@@ -223,7 +223,10 @@ def rank(
         if not near:
             continue
         where = "this machine" if any(e.machine == here.name for e in near) else f"the same architecture ({here.arch})"
-        why = f"similar problem {other.name} ({q.signature.why_similar(other.signature)}) on {where}"
+        if other.name == q.name:  # the same name, another reference source: an edited or re-packaged problem
+            why = f"another version of {q.name} (its reference source differs) on {where}"
+        else:
+            why = f"similar problem {other.name} ({q.signature.why_similar(other.signature)}) on {where}"
         got.kernels(near, 2, why, 0.8 * similarity, 1)
         got.failures(near, 2, why, 0.6 * similarity)
         got.lessons(near, 2, why, 0.8 * similarity, 2)
