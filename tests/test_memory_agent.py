@@ -125,7 +125,9 @@ def test_a_remembered_kernel_that_is_no_longer_correct_is_not_a_starting_point()
     )
     assert [(c["index"], c["verdict"]) for c in outcome.candidates] == [(0, "rejected"), (1, "rejected")]
     assert outcome.state.get("origin") is None and outcome.candidates[1]["parent"] is None
-    assert "is now rejected here; starting without it" in session.prompts["planner"][0][-1].content
+    prompt = session.prompts["planner"][0][-1].content
+    assert "is now rejected here; starting without it" in prompt
+    assert "correct, 1.30x" not in prompt.split("# Memory")[1]  # the stale kernel is not offered as a kernel
     # Memory has seen it rejected since: the next run does not start from it.
     third, _ = _run({"planner": [plan()], "coder": [code("correct none 1.2")], "reviewer": [review()]})
     assert [c["index"] for c in third.candidates] == [1]

@@ -9,7 +9,7 @@ from pathlib import Path
 from kernelwright.memory import KnowledgeBase, RecallQuery
 from kernelwright.memory.signature import signature_of, static_signature
 from kernelwright.problems import resolve_problem
-from tests.memory_helpers import CPU, H100, MATMUL, RELU, entry, fixture_db
+from tests.memory_helpers import CPU, H100, H100_PCIE, MATMUL, RELU, entry, fixture_db
 
 
 def _recall(kb: KnowledgeBase, **kw: object):  # type: ignore[no-untyped-def]
@@ -75,6 +75,8 @@ def test_best_is_the_fastest_current_kernel_on_this_machine_and_backend(tmp_path
         # The same source judged again later and no longer correct: memory stops offering it.
         kb.record(entry(RELU, H100, "incorrect", reason="output_mismatch", source=best.source, created_at="2026-02-01"))
         assert _recall(kb).best.speed_compile.ratio == 1.2  # type: ignore[union-attr]
+        # Stale on the H100 only: the same source on another machine is judged there on its own record.
+        assert kb.recall(RecallQuery(problem=RELU, machine=H100_PCIE, backend="cuda")).best is not None
         triton = RecallQuery(problem=RELU, machine=H100, backend="triton")
         assert kb.recall(triton).best is None  # only a kernel of the run's backend is a starting point
         cpu = kb.recall(RecallQuery(problem=RELU, machine=CPU, backend="cpp")).best

@@ -264,8 +264,8 @@ class KnowledgeBase:
     def recall(self, query: RecallQuery) -> Recall:
         """What the planner is shown (`retrieval.rank`): ranked, budgeted, each item with its why."""
         rows = self.store.query(
-            "SELECT * FROM candidates WHERE device = ? AND run_id != ? ORDER BY created_at DESC, id DESC LIMIT ?",
-            (query.machine.device, query.exclude_run or "", SCAN_LIMIT),
+            "SELECT * FROM candidates WHERE device = ? ORDER BY created_at DESC, id DESC LIMIT ?",
+            (query.machine.device, SCAN_LIMIT),
         )
         return rank([candidate_from_row(r) for r in rows], self.signatures(), self.lessons(), query)
 

@@ -99,24 +99,34 @@ class Recall:
         return "\n".join(lines)
 
 
-def current_best(entries: Iterable[CandidateEntry]) -> list[CandidateEntry]:
-    """Correct kernels, best first, one per source; a source whose latest evaluation is no longer
-    correct (a stricter harness, another library version) is left out."""
-    latest: dict[str, CandidateEntry] = {}
+def stale_kernels(entries: Iterable[CandidateEntry]) -> set[tuple[str, str]]:
+    """(source hash, machine) of kernels whose latest evaluation there is not correct: judged again
+    under a stricter harness or other library versions, they are offered no more."""
+    latest: dict[tuple[str, str], CandidateEntry] = {}
     for e in sorted(entries, key=lambda e: (e.created_at, e.id or 0)):
-        latest[e.source_sha256] = e
+        latest[(e.source_sha256, e.machine)] = e
+    return {key for key, e in latest.items() if e.verdict != "correct"}
+
+
+def current_best(entries: Iterable[CandidateEntry], stale: set[tuple[str, str]] | None = None) -> list[CandidateEntry]:
+    """Correct kernels, best first, one per source, leaving out stale ones (`stale_kernels`; by
+    default computed from `entries` themselves)."""
+    entries = list(entries)
+    stale = stale_kernels(entries) if stale is None else stale
     best_of: dict[str, CandidateEntry] = {}
     for e in entries:
-        still_correct = e.verdict == "correct" and latest[e.source_sha256].verdict == "correct"
-        if still_correct and (e.source_sha256 not in best_of or e.score() > best_of[e.source_sha256].score()):
+        if e.verdict != "correct" or (e.source_sha256, e.machine) in stale:
+            continue
+        if e.source_sha256 not in best_of or e.score() > best_of[e.source_sha256].score():
             best_of[e.source_sha256] = e
     return sorted(best_of.values(), key=lambda e: e.score(), reverse=True)
 
 
 class _Collector:
-    def __init__(self) -> None:
+    def __init__(self, stale: set[tuple[str, str]]) -> None:
         self.items: list[RecallItem] = []
         self.lessons_seen: set[str] = set()
+        self.stale = stale
 
     def _lesson_new(self, lesson: str) -> bool:
         key = " ".join(lesson.lower().split())
@@ -126,7 +136,7 @@ class _Collector:
         return True
 
     def kernels(self, entries: list[CandidateEntry], tier: int, why: str, weight: float, count: int) -> None:
-        for e in current_best(entries)[:count]:
+        for e in current_best(entries, self.stale)[:count]:
             text = f"{e.problem} kernel ({e.backend}, run {e.run_id} #{e.index}, {e.machine}): {e.outcome()}"
             if e.plan:
                 text += f"; plan: {_cut(e.plan, 240)}"
@@ -183,13 +193,16 @@ def rank(
     entries: list[CandidateEntry], signatures: dict[str, ProblemKey], lessons: list[LessonEntry], query: RecallQuery
 ) -> Recall:
     """The ranked, budgeted memory for one planner prompt, from the candidates measured on this
-    kind of device (newest first, the asking run's own left out), the known problems' signatures
-    and the general lessons (`KnowledgeBase.recall` reads them)."""
+    kind of device, the known problems' signatures and the general lessons (`KnowledgeBase.recall`
+    reads them). The asking run's own candidates are not shown (its history has them), but they
+    count when deciding that a remembered kernel has gone stale."""
     q, here = query.problem, query.machine
+    stale = stale_kernels(entries)
     by_problem: dict[str, list[CandidateEntry]] = defaultdict(list)
     for e in entries:
-        by_problem[e.problem_sha256].append(e)
-    got = _Collector()
+        if e.run_id != query.exclude_run:
+            by_problem[e.problem_sha256].append(e)
+    got = _Collector(stale)
 
     mine = by_problem.pop(q.sha256, [])
     local = [e for e in mine if e.machine == here.name]
@@ -197,7 +210,7 @@ def rank(
     got.kernels(local, 1, why, 1.0, 2)
     got.failures(local, 1, why, 1.0)
     got.lessons(local, 1, why, 1.0)
-    best = next((e for e in current_best(local) if e.backend == query.backend), None)
+    best = next((e for e in current_best(local, stale) if e.backend == query.backend), None)
 
     by_machine: dict[str, list[CandidateEntry]] = defaultdict(list)
     for e in mine:

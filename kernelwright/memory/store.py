@@ -16,6 +16,7 @@ import contextlib
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -83,7 +84,7 @@ class MemoryStore:
             with store.guard():
                 conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
                 conn.execute("PRAGMA schema_version").fetchone()  # reads page 1: fails on a damaged file
-                conn.execute("PRAGMA journal_mode = WAL").fetchone()
+                _enable_wal(conn, path, busy_timeout_s)
             store._migrate(migrations)
         except BaseException:
             conn.close()
@@ -171,6 +172,27 @@ class MemoryStore:
     def meta(self, key: str) -> str | None:
         rows = self.query("SELECT value FROM meta WHERE key = ?", (key,))
         return str(rows[0]["value"]) if rows else None
+
+
+def _enable_wal(conn: sqlite3.Connection, path: Path, timeout_s: float) -> None:
+    """Switch the file to WAL (once; it persists). SQLite answers "locked" at once, without its
+    busy handler, when another process switches or creates the same file at that moment (batch
+    workers starting together on a new memory), so this waits and retries itself."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.005
+    while True:
+        try:
+            if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+                return
+            mode = str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
+            if mode != "wal":
+                log.warning("memory %s: SQLite kept journal mode %r (no WAL on this filesystem?)", path, mode)
+            return
+        except sqlite3.OperationalError as exc:
+            if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
 
 
 def _check_header(path: Path) -> None:
