@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kernelwright.agent import runner
+from kernelwright.agent.deps import CandidateProfile
 from kernelwright.agent.scripted import ScriptedSession
 from kernelwright.config import load_settings
 from kernelwright.harness.verdicts import Verdict
@@ -142,3 +143,17 @@ def test_no_memory_neither_reads_nor_writes() -> None:
     assert "(memory is off for this run)" in session.prompts["planner"][0][-1].content
     with _memory() as kb:
         assert kb.candidates(run_id=outcome.config.run_id) == []
+
+
+class _Profiler:
+    def profile(self, candidate: Path, report_path: Path) -> CandidateProfile:
+        return CandidateProfile(ok=True, text=f"kernel: relu_kernel of {candidate.name}\nbottleneck: memory-bound")
+
+
+def test_the_profilers_digest_is_attached_to_the_candidate() -> None:
+    session = ScriptedSession({"planner": [plan()], "coder": [code("correct none 1.3")], "reviewer": [review()]})
+    cfg = config(device="cuda", backend="cuda")
+    runner.run(cfg, models(session), FakeEvaluator(), scripted=session, profiler=_Profiler())  # type: ignore[arg-type]
+    with _memory() as kb:
+        [row] = kb.candidates(run_id=cfg.run_id)
+    assert row.digest.startswith("kernel: relu_kernel of 001.py") and row.lesson == "a lesson"

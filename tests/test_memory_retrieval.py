@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelwright.memory import KnowledgeBase, RecallQuery
+from kernelwright.memory import KnowledgeBase, Machine, RecallQuery, gpu_machine
 from kernelwright.memory.signature import signature_of, static_signature
 from kernelwright.problems import resolve_problem
 from tests.memory_helpers import CPU, H100, H100_PCIE, MATMUL, RELU, entry, fixture_db
@@ -116,3 +116,10 @@ def test_a_reference_that_cannot_run_on_meta_tensors_is_read_statically(tmp_path
     assert set(signature.ops) == {"abs", "max", "matmul", "gelu", "sum", "mul"}
     assert signature.pattern == ["elementwise", "reduction", "matmul", "elementwise", "reduction", "elementwise"]
     assert static_signature("def broken(:\n").method == "none"
+
+
+def test_gpus_are_keyed_by_their_table_name_and_architecture() -> None:
+    assert gpu_machine("NVIDIA H100 80GB HBM3", "9.0") == Machine(device="cuda", name="H100 SXM", arch="Hopper")
+    assert gpu_machine("Mystery Accelerator 9000", "8.9") == Machine(
+        device="cuda", name="Mystery Accelerator 9000", arch="sm_89"
+    )
