@@ -248,10 +248,11 @@ def rank(
     ranked = sorted(got.items, key=lambda i: (i.tier, -i.score))
     chosen: list[RecallItem] = []
     used = _FRAME_TOKENS
-    for item in ranked:
-        if used + item.tokens <= query.budget_tokens:
-            chosen.append(item)
-            used += item.tokens
+    for item in ranked:  # a strict prefix of the ranking: nothing lower-ranked jumps a gap
+        if used + item.tokens > query.budget_tokens:
+            break
+        chosen.append(item)
+        used += item.tokens
     return Recall(
         items=tuple(chosen),
         left_out=len(ranked) - len(chosen),
