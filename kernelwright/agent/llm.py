@@ -79,7 +79,16 @@ def _endpoint(config: AgentConfig) -> str:
 
 
 def _api_problem(config: AgentConfig, role: Role, exc: openai.APIError) -> EnvironmentProblem:
-    model = config.role(role).model
+    return endpoint_problem(
+        _endpoint(config), config.role(role).model, exc, who=role, then=f"resume with --resume {config.run_id}"
+    )
+
+
+def endpoint_problem(
+    endpoint: str, model: str, exc: openai.APIError, *, who: str, then: str | None = None
+) -> EnvironmentProblem:
+    """An API error that retries did not cure, as one line naming the endpoint, the caller (`who`)
+    and the model, with what to check (and `then`, what to do after)."""
     said = str(getattr(exc, "message", "") or exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
     if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
         what, hint = "refused the API key", "check OPENAI_API_KEY / KERNELWRIGHT_LLM_API_KEY"
@@ -88,10 +97,10 @@ def _api_problem(config: AgentConfig, role: Role, exc: openai.APIError) -> Envir
     elif isinstance(exc, openai.APIConnectionError):
         what, hint = "is unreachable", "check the base URL and that the server is up"
     else:
-        what, hint = "kept failing after retries", "try again later; the run is resumable"
+        what, hint = "kept failing after retries", "try again later" + ("; the run is resumable" if then else "")
     return EnvironmentProblem(
-        f"LLM endpoint {_endpoint(config)} {what} ({role}, model {model}): {said}",
-        hint=f"{hint}; resume with --resume {config.run_id}",
+        f"LLM endpoint {endpoint} {what} ({who}, model {model}): {said}",
+        hint=f"{hint}; {then}" if then else hint,
     )
 
 
