@@ -15,6 +15,7 @@ import typer
 
 from kernelwright import __version__
 from kernelwright.cli import (
+    ask_cmd,
     batch_cmd,
     demo_cmd,
     doctor_cmd,
@@ -42,7 +43,18 @@ app = typer.Typer(
 app.add_typer(problems_app, name="problems")
 
 # Commands living in their own modules register themselves with `register(app)`.
-for _module in (optimize_cmd, demo_cmd, runs_cmd, eval_cmd, specs_cmd, profile_cmd, doctor_cmd, batch_cmd, memory_cmd):
+for _module in (
+    optimize_cmd,
+    demo_cmd,
+    runs_cmd,
+    eval_cmd,
+    specs_cmd,
+    profile_cmd,
+    doctor_cmd,
+    batch_cmd,
+    memory_cmd,
+    ask_cmd,
+):
     _module.register(app)
 
 _state = AppState()
