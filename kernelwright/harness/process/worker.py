@@ -32,6 +32,8 @@ from kernelwright.harness.process.jobs import (
     WorkShareRequest,
 )
 
+_perf_counter = time.perf_counter  # captured before any candidate is imported
+
 
 class Channel:
     def __init__(self) -> None:
@@ -291,10 +293,12 @@ class CandidateSession:
             for k, plan in enumerate(plans):
                 inputs = self._draw(plan)
                 calls_before = sum(self.recorder.calls.values())
-                kept: list[Any] = [None, 0]  # the last output, and how many forwards ran
+                kept: list[Any] = [None, 0, 0.0]  # the last output, how many forwards ran, their host seconds
 
                 def call(inputs: list[Any] = inputs, kept: list[Any] = kept) -> None:
+                    start = _perf_counter()
                     kept[0] = self.model(*inputs)
+                    kept[2] += _perf_counter() - start
                     kept[1] += 1
 
                 try:
@@ -303,6 +307,7 @@ class CandidateSession:
                             functools.partial(reference, *inputs), device=self.job.device, own=KernelMatcher()
                         )
                         self.recorder.profiling = True
+                        ext_before = self.recorder.seconds
                         share = dynamic_checks.measure_work_share(
                             call, device=self.job.device, own=own, not_own=frozenset(ref_share.kernels)
                         )
@@ -331,6 +336,8 @@ class CandidateSession:
                         "disowned_kernels": share.disowned,
                         "ext_calls": sum(self.recorder.calls.values()) - calls_before,
                         "forward_calls": kept[1],
+                        "forward_s": kept[2],
+                        "extension_s": self.recorder.seconds - ext_before,
                         "output_pass_ms": output_pass,
                         "device": share.device,
                         "calls_per_round": share.calls_per_round,
