@@ -60,7 +60,9 @@ def test_eval_json_and_exit_codes(tmp_path: Path) -> None:
     )
     assert done.returncode == 1, done.stderr  # one incorrect candidate: the user must look
     doc = json.loads(done.stdout)
-    assert [r["verdict"] for r in doc["results"]] == ["correct", "incorrect"]
+    assert [r["verdict"] for r in doc["results"]] == ["correct", "incorrect"], [
+        (r["verdict"], r["reason"], r["message"]) for r in doc["results"]
+    ]
     good_result = doc["results"][0]
     # A speedup, or (on a loaded machine, where eager's intra-op threads make it erratic) the
     # documented refusal to report one whose baselines disagree with the clean process's.

@@ -158,3 +158,33 @@ def test_an_extension_called_while_profiled_but_not_while_timed_is_a_profile_mis
     honest.timings["candidate"] = TimingStats.model_validate(_timed(0.003))
     judge.judge_profile_consistency(honest, [share], {"extension_calls": 500, "candidate_calls": 500})
     assert honest.verdict == Verdict.CORRECT
+
+
+def test_an_extension_doing_less_work_while_timed_is_a_profile_mismatch_on_the_cpu() -> None:
+    """The fastest call of each extension function, profiled against timed: a function that did
+    its work while profiled and ran on a slice while timed is caught; honest figures (timed a bit
+    faster, profiler overhead on ATen ops inside) and microsecond functions are not."""
+    from kernelwright.harness.timing.stats import TimingStats
+
+    def judged(profiled: dict[str, float], timed: dict[str, float], ops_inside: float = 0.0) -> EvalResult:
+        result = EvalResult(problem="p", candidate="c.py", verdict=Verdict.CORRECT, device="cpu")
+        result.timings["candidate"] = TimingStats.model_validate(_timed(0.02))
+        share = {
+            **_share(own_ms=0.02, library_ms=0.0, reference_ms=0.02),
+            "ext_calls": 40,
+            "forward_calls": 40,
+            "extension_fastest_s": profiled,
+            "ops_inside_per_call": ops_inside,
+        }
+        timing = {"extension_calls": 70, "candidate_calls": 70, "extension_fastest_s": timed}
+        judge.judge_profile_consistency(result, [share], timing)
+        return result
+
+    cheat = judged({"k.relu": 64e-6}, {"k.relu": 2.2e-6})
+    assert (cheat.verdict, cheat.reason) == (Verdict.REJECTED, Reason.PROFILE_MISMATCH)
+    assert "k.relu" in cheat.message and not cheat.speedups
+    gone = judged({"k.relu": 64e-6, "k.other": 30e-6}, {"k.relu": 60e-6})
+    assert gone.reason == Reason.PROFILE_MISMATCH and "never called while timed" in gone.message
+    assert judged({"k.relu": 27e-6}, {"k.relu": 11.7e-6}).verdict == Verdict.CORRECT  # measured, honest
+    assert judged({"k.relu": 330e-6}, {"k.relu": 65e-6}, ops_inside=30).verdict == Verdict.CORRECT  # profiler cost
+    assert judged({"k.relu": 4e-6}, {"k.relu": 0.5e-6}).verdict == Verdict.CORRECT  # too short to judge

@@ -438,6 +438,19 @@ TIMING_CASES = [
         "harness_tampered",
     ),
     Case(
+        "slice_unless_profiled",
+        # The extension is called on every forward (the call count matches), but on one element
+        # unless the profiler records; PyTorch does the work then.
+        _model(
+            "        if getattr(torch.autograd.profiler, '_is_' + 'profiler_enabled'):\n"
+            "            return kit.relu_forward(x)\n"
+            "        kit.relu_forward(x.reshape(-1)[:1])\n"
+            "        return torch.clamp_min(x, 0.0)"
+        ),
+        "rejected",
+        "profile_mismatch",
+    ),
+    Case(
         "kernel_only_when_profiled",
         _model(
             "        if getattr(torch.autograd.profiler, '_is_' + 'profiler_enabled'):\n"

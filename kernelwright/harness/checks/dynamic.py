@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 import time
@@ -140,6 +141,9 @@ class WorkShare:
     """The device streams its kernels ran on (the reference's: the current stream only)."""
     disowned: list[str] = field(default_factory=list)
     """Kernels the candidate's names matched but the reference launches too: counted as library."""
+    ops_inside_per_call: float = 0.0
+    """ATen ops the extension's functions called inside, per forward (CPU): each costs profiler
+    overhead inside the function's clocked time while profiled."""
 
     @property
     def own_fraction(self) -> float:
@@ -167,7 +171,7 @@ def device_streams(prof: Any) -> set[int]:
 
 def _attribute(
     prof: Any, device: str, own: KernelMatcher, not_own: frozenset[str]
-) -> tuple[float, dict[str, float], list[str], set[str], set[str]]:
+) -> tuple[float, dict[str, float], list[str], set[str], set[str], int]:
     """(own ms, library ms per op or kernel, own kernel names, every kernel seen, kernels
     disowned) of one profiled round. On CUDA a kernel is the candidate's when `own` matches it
     exactly and the reference does not launch a kernel of the same name (`not_own`)."""
@@ -192,23 +196,26 @@ def _attribute(
                 if own.owns(ev.name):
                     disowned.add(ev.name)
                 library[ev.name] = library.get(ev.name, 0.0) + ms
-        return own_ms, library, own_kernels, seen, disowned
+        return own_ms, library, own_kernels, seen, disowned, 0
     for ev in prof.events():
         if ev.name.startswith(REGION_PREFIX) and not _has_region_ancestor(ev):
             own_ms += ev.cpu_time_total / 1e3
             own_kernels.append(ev.name[len(REGION_PREFIX) :])
+    inside = 0
     for ev in prof.events():
         if not ev.name.startswith("aten::"):
             continue
         ms = ev.self_cpu_time_total / 1e3
+        in_region = _has_region_ancestor(ev)
+        inside += in_region
         if ev.name in PROFILED_NOT_WORK:
-            if not _has_region_ancestor(ev):
+            if not in_region:
                 library[NOT_WORK] = library.get(NOT_WORK, 0.0) + ms
             continue
         library[ev.name] = library.get(ev.name, 0.0) + ms
-        if _has_region_ancestor(ev):
+        if in_region:
             own_ms -= ms  # a library op called from inside the extension is not the candidate's work
-    return max(own_ms, 0.0), library, own_kernels, seen, disowned
+    return max(own_ms, 0.0), library, own_kernels, seen, disowned, inside
 
 
 def measure_work_share(
@@ -220,6 +227,7 @@ def measure_work_share(
     repeats: int = 5,
     target_ms: float = WORK_SHARE_TARGET_MS,
     max_calls: int = WORK_SHARE_MAX_CALLS,
+    while_profiled: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
 ) -> WorkShare:
     """Profile `call` and attribute time per call: on CUDA by kernel (own: the candidate's
     __global__ kernels read from its built libraries, and its Triton kernels, matched exactly;
@@ -250,10 +258,12 @@ def measure_work_share(
     seen: set[str] = set()
     disowned: set[str] = set()
     streams: set[int] = set()
+    ops_inside = 0.0
     for _ in range(repeats):
-        with profile(activities=activities) as prof:
+        with profile(activities=activities) as prof, while_profiled():
             run(calls)
-        own_ms, library, own_kernels, round_seen, round_disowned = _attribute(prof, device, own, not_own)
+        own_ms, library, own_kernels, round_seen, round_disowned, inside = _attribute(prof, device, own, not_own)
+        ops_inside = max(ops_inside, inside / calls)
         own_ms, library = own_ms / calls, {name: ms / calls for name, ms in library.items()}
         kernels.update(own_kernels)
         seen |= round_seen
@@ -272,6 +282,7 @@ def measure_work_share(
     share.kernels = seen
     share.disowned = sorted(disowned)
     share.streams = streams
+    share.ops_inside_per_call = ops_inside
     return share
 
 

@@ -194,6 +194,11 @@ class WorkerProcess:
         start = time.monotonic()
         deadline = start + timeout_s
         while True:
+            if live.interrupted():
+                # Ended by an interrupt (Ctrl-C, a frontend leaving): never a verdict on the candidate,
+                # whichever thread is waiting here.
+                self.kill()
+                raise KeyboardInterrupt("interrupted: the worker was ended")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self.kill()

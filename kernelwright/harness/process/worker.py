@@ -307,9 +307,14 @@ class CandidateSession:
                             functools.partial(reference, *inputs), device=self.job.device, own=KernelMatcher()
                         )
                         self.recorder.profiling = True
+                        self.recorder.clear_fastest()
                         ext_before = self.recorder.seconds
                         share = dynamic_checks.measure_work_share(
-                            call, device=self.job.device, own=own, not_own=frozenset(ref_share.kernels)
+                            call,
+                            device=self.job.device,
+                            own=own,
+                            not_own=frozenset(ref_share.kernels),
+                            while_profiled=self.recorder.window,
                         )
                 except Exception as exc:  # profiling is evidence, not a verdict: report that it failed
                     shares.append({"plan": plan.model_dump(), "error": f"{type(exc).__name__}: {exc}"})
@@ -338,6 +343,8 @@ class CandidateSession:
                         "forward_calls": kept[1],
                         "forward_s": kept[2],
                         "extension_s": self.recorder.seconds - ext_before,
+                        "extension_fastest_s": dict(self.recorder.fastest),
+                        "ops_inside_per_call": share.ops_inside_per_call,
                         "output_pass_ms": output_pass,
                         "device": share.device,
                         "calls_per_round": share.calls_per_round,
@@ -364,8 +371,11 @@ class CandidateSession:
             raise RuntimeError(f"the baselines could not be prepared:\n{self.prepare_error or 'timing is off'}")
         self._check_tampering()
         ext_before, calls_before = self.recorder.seconds, sum(self.recorder.calls.values())
-        result, kept = time_candidate(self.job, self.model, self.baselines, samples=samples)
+        self.recorder.clear_fastest()
+        with self.recorder.window():
+            result, kept = time_candidate(self.job, self.model, self.baselines, samples=samples)
         result["extension_s"] = self.recorder.seconds - ext_before
+        result["extension_fastest_s"] = dict(self.recorder.fastest)
         result["extension_calls"] = sum(self.recorder.calls.values()) - calls_before
         self._check_tampering()
         files = []
