@@ -78,6 +78,8 @@ def stop_reason(state: AgentState, config: AgentConfig, started: float) -> str |
         return f"budget: ${usage['cost_usd']:.2f} spent (limit ${config.max_cost_usd:.2f})"
     if time.monotonic() - started >= config.max_wall_s:
         return f"budget: wall time {config.max_wall_s:g} s used"
+    if config.max_gpu_s is not None and usage.get("gpu_s", 0.0) >= config.max_gpu_s:
+        return f"budget: GPU time {usage['gpu_s']:.0f} s used (limit {config.max_gpu_s:g} s)"
     if state.get("rounds_without_improvement", 0) >= config.no_improvement_rounds:
         return f"budget: no improvement for {config.no_improvement_rounds} round(s)"
     return None

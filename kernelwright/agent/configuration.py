@@ -57,6 +57,8 @@ class AgentConfig:
     max_tokens: int = 2_000_000
     max_cost_usd: float = 20.0
     max_wall_s: float = 3600.0
+    max_gpu_s: float | None = None
+    """GPU-time budget in seconds: the evaluations' device phases and Nsight Compute (None: none)."""
     no_improvement_rounds: int = 4
     coder_retries: int = 2
     no_code_retries: int = 2
@@ -159,6 +161,8 @@ class AgentConfig:
             raise UsageError(f"--target must be positive, not {self.target}")
         if self.width < 1:
             raise UsageError("--width must be at least 1")
+        if self.max_gpu_s is not None and self.max_gpu_s <= 0:
+            raise UsageError(f"--max-gpu-time must be positive, not {self.max_gpu_s:g}")
         if self.max_rounds < 1:
             raise UsageError("--rounds must be at least 1")
         if self.tool_rounds < 0:

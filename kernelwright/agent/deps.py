@@ -14,6 +14,7 @@ from typing import Protocol
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
+from kernelwright.agent.control import RunControl
 from kernelwright.agent.events import EventStream
 from kernelwright.harness.result import EvalResult
 from kernelwright.memory import CandidateEntry, ProblemKey, Recall, RecallQuery
@@ -74,6 +75,8 @@ class Deps:
     """Why `profiler` is None on a cuda run (the note the reviewer reads)."""
     memory: Memory | None = None
     """None: this run neither reads nor writes memory (`--no-memory`)."""
+    control: RunControl | None = None
+    """A frontend's steering (pause, stop, plan approval); None in a headless run."""
 
     @classmethod
     def from_runnable_config(cls, config: RunnableConfig | None) -> Deps:

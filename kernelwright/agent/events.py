@@ -39,6 +39,10 @@ class RunStarted(_Event):
     target_baseline: str
     scripted: str | None = None
     resumed: bool = False
+    budget: dict[str, float | None] = Field(
+        default_factory=dict,
+        description="The run's limits: rounds, tokens, cost_usd, wall_s, gpu_s (None: no limit).",
+    )
 
 
 class StepStarted(_Event):
@@ -46,10 +50,43 @@ class StepStarted(_Event):
     step: str
 
 
+class StepFinished(_Event):
+    """A node ended (the runner sees each step's checkpoint): how long it took."""
+
+    kind: Literal["step_finished"] = "step_finished"
+    step: str
+    seconds: float
+
+
 class PlanWritten(_Event):
     kind: Literal["plan_written"] = "plan_written"
     plan: str
     expected_speedup: float | None = None
+    hints: list[str] = Field(default_factory=list, description="The people's hints this plan was written with.")
+
+
+class PlanAwaitingApproval(_Event):
+    """The run waits before the coder until a person approves or edits the plan (a LangGraph interrupt)."""
+
+    kind: Literal["plan_awaiting_approval"] = "plan_awaiting_approval"
+    plan: str
+
+
+class PlanDecided(_Event):
+    kind: Literal["plan_decided"] = "plan_decided"
+    edited: bool
+    plan: str
+
+
+class RunPaused(_Event):
+    """The run stopped at a step boundary (its state is checkpointed) until it is resumed."""
+
+    kind: Literal["run_paused"] = "run_paused"
+    next_steps: list[str] = Field(default_factory=list)
+
+
+class RunResumed(_Event):
+    kind: Literal["run_resumed"] = "run_resumed"
 
 
 class CandidateWritten(_Event):
@@ -74,6 +111,9 @@ class CandidateEvaluated(_Event):
     beats_target: bool = False
     cached: bool = Field(default=False, description="Result read back from the run folder, not re-evaluated.")
     parent: int | None = Field(default=None, description="The candidate this one's round started from.")
+    gpu_seconds: float = Field(
+        default=0.0, description="Device time of its evaluation (correctness, work share, timing)."
+    )
 
 
 class ProfileSkipped(_Event):
@@ -160,7 +200,12 @@ class RunFinished(_Event):
 Event = Annotated[
     RunStarted
     | StepStarted
+    | StepFinished
     | PlanWritten
+    | PlanAwaitingApproval
+    | PlanDecided
+    | RunPaused
+    | RunResumed
     | CandidateWritten
     | CoderRetry
     | CandidateEvaluated

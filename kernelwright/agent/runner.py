@@ -10,17 +10,33 @@ from __future__ import annotations
 import contextlib
 import logging
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.types import Command
 
 from kernelwright.agent import remember, runs
 from kernelwright.agent.configuration import AgentConfig
+from kernelwright.agent.control import RunControl
 from kernelwright.agent.deps import Deps, Evaluator, Memory, Profiler
-from kernelwright.agent.events import EventStream, RunBranched, RunFinished, RunStarted, TrajectoryWriter, _Event
+from kernelwright.agent.events import (
+    EventStream,
+    PlanAwaitingApproval,
+    PlanDecided,
+    RunBranched,
+    RunFinished,
+    RunPaused,
+    RunResumed,
+    RunStarted,
+    StepFinished,
+    StepStarted,
+    TrajectoryWriter,
+    _Event,
+)
 from kernelwright.agent.graph import build_graph
 from kernelwright.agent.scripted import ScriptedSession
 from kernelwright.agent.state import AgentState, CandidateRecord
@@ -128,6 +144,70 @@ def _fresh_state(config: AgentConfig, deps: Deps) -> AgentState:
     return initial_state(config, origin)
 
 
+class _StepClock:
+    """StepFinished events: each step's time, from its StepStarted to the checkpoint after it."""
+
+    def __init__(self, events: EventStream) -> None:
+        self.events = events
+        self.started: dict[str, float] = {}
+
+    def __call__(self, event: _Event) -> None:
+        if isinstance(event, StepStarted):
+            self.started[event.step] = time.monotonic()
+
+    def finished(self, chunk: dict[str, Any]) -> None:
+        for step in chunk:
+            began = self.started.pop(step, None)
+            if began is not None:  # a step that only routed (a stop, a budget check) has no StepStarted
+                self.events.emit(StepFinished(step=step, seconds=round(time.monotonic() - began, 3)))
+
+
+def _pending_plan(snapshot: Any) -> str | None:
+    """The plan a pending approval interrupt shows, or None when the graph waits on nothing."""
+    for task in snapshot.tasks:
+        for pending in task.interrupts:
+            value = getattr(pending, "value", None)
+            if isinstance(value, dict) and value.get("step") == "approve_plan":
+                return str(value.get("plan", ""))
+    return None
+
+
+def drive(graph: Any, first: Any, thread: Any, deps: Deps) -> None:
+    """Stream the graph step by step. Without a control this is `invoke`. With one, the runner
+    stops streaming after a step when a pause (or a detach) is asked for: the state is checkpointed
+    there, so a quit while paused leaves a resumable run; a plan-approval interrupt waits for the
+    person's answer, then the graph resumes with it (`Command(resume=...)`)."""
+    control, events = deps.control, deps.events
+    clock = _StepClock(events)
+    events.subscribe(clock)
+    payload = first
+    while True:
+        for chunk in graph.stream(payload, thread, stream_mode="updates"):
+            if isinstance(chunk, dict):
+                clock.finished({k: v for k, v in chunk.items() if not k.startswith("__")})
+            if control is not None and control.should_break():
+                break
+        snapshot = graph.get_state(thread)
+        if not snapshot.next or control is None:
+            return  # ended; or headless and waiting on an interrupt (the run stays resumable)
+        plan = _pending_plan(snapshot)
+        if plan is not None:
+            events.emit(PlanAwaitingApproval(plan=plan))
+            answer = control.wait_plan_answer()
+            if answer.detached:
+                return
+            events.emit(PlanDecided(edited=answer.text is not None, plan=answer.text or plan))
+            payload = Command(resume=answer.text or "")
+            continue
+        if control.detached:
+            return
+        events.emit(RunPaused(next_steps=list(snapshot.next)))
+        if control.wait_resume() == "detach":
+            return
+        events.emit(RunResumed())
+        payload = None
+
+
 def summary_of(config: AgentConfig, state: AgentState, stop_reason: str, finished: bool) -> dict[str, Any]:
     best = state.get("best")
     return {
@@ -166,9 +246,11 @@ def run(
     profiler: Profiler | None = None,
     profiler_missing: str = "ncu (Nsight Compute) was not found",
     memory: Memory | None = None,
+    control: RunControl | None = None,
 ) -> RunOutcome:
     """Run (or resume) the graph to its end; the outcome says how it stopped. Memory is `memory`
-    when given, else the config's database (`config.memory` off: none)."""
+    when given, else the config's database (`config.memory` off: none). `control` is a frontend's
+    steering (see `control.py`); without one the run never pauses."""
     run_dir = config.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
     if not resume:
@@ -181,7 +263,16 @@ def run(
     consumers: tuple[Callable[[_Event], None], ...] = (trajectory, seen.append, *subscribers)
     for subscriber in consumers:
         events.subscribe(subscriber)
-    deps = Deps(models=models, evaluator=evaluator, events=events, profiler=profiler, profiler_missing=profiler_missing)
+    deps = Deps(
+        models=models,
+        evaluator=evaluator,
+        events=events,
+        profiler=profiler,
+        profiler_missing=profiler_missing,
+        control=control,
+    )
+    if control is not None:
+        deps.hints = control.hints  # the frontend's queue is the run's
     deps.hints.extend(hints)
     thread: Any = {
         "configurable": {"thread_id": config.run_id, "agent_config": config, "deps": deps},
@@ -209,16 +300,24 @@ def run(
                 target_baseline="compile (eager where compile is unavailable)",
                 scripted=config.scripted,
                 resumed=resume,
+                budget={
+                    "rounds": config.max_rounds,
+                    "tokens": config.max_tokens,
+                    "cost_usd": config.max_cost_usd,
+                    "wall_s": config.max_wall_s,
+                    "gpu_s": config.max_gpu_s,
+                },
             )
         )
         try:
             already_done = resume and bool(state) and not snapshot.next
             if not already_done:
-                graph.invoke(None if resume and state else _fresh_state(config, deps), thread)
+                drive(graph, None if resume and state else _fresh_state(config, deps), thread, deps)
             after = graph.get_state(thread)
             state = dict(after.values)  # type: ignore[assignment]
             finished = not after.next
-            stop = state.get("stop_reason") or ("ended" if finished else f"paused before {', '.join(after.next)}")
+            left = "left by the user" if control is not None and control.detached else "paused"
+            stop = state.get("stop_reason") or ("ended" if finished else f"{left} before {', '.join(after.next)}")
         except BaseException as exc:
             state = dict(graph.get_state(thread).values)  # type: ignore[assignment]
             stop = f"interrupted: {getattr(exc, 'message', None) or type(exc).__name__}"

@@ -13,15 +13,13 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from kernelwright.agent.configuration import ROLES, AgentConfig
+from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.events import JsonLinesWriter, _Event
-from kernelwright.agent.llm import chat_model
+from kernelwright.agent.models import make_models
 from kernelwright.agent.profiling import make_profiler
 from kernelwright.agent.runner import RunOutcome, harness_session, open_memory, run
 from kernelwright.agent.scripted import ScriptedSession
-from kernelwright.agent.scripts import SCRIPTS
 from kernelwright.config import Settings
-from kernelwright.errors import UsageError
 
 out = Console(width=None if sys.stdout.isatty() else 140)
 
@@ -131,16 +129,6 @@ def print_summary(outcome: RunOutcome, console: Console) -> None:
     else:
         console.print("no correct candidate", highlight=False)
     console.print(f"run folder: {outcome.config.run_dir}", highlight=False)
-
-
-def make_models(config: AgentConfig) -> tuple[dict[str, Any], ScriptedSession | None]:
-    if config.scripted:
-        factory = SCRIPTS.get(config.scripted)
-        if factory is None:
-            raise UsageError(f"no scripted session {config.scripted!r}; known: {', '.join(SCRIPTS)}")
-        session = factory()
-        return {role: session.model(role) for role in ROLES}, session
-    return {role: chat_model(config, role) for role in ROLES}, None
 
 
 def execute(

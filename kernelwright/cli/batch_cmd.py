@@ -246,6 +246,10 @@ def optimize_command(
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Token budget per problem.")] = 2_000_000,
     max_cost: Annotated[float, typer.Option("--max-cost", help="LLM cost budget per problem, USD.")] = 20.0,
     max_time: Annotated[float, typer.Option("--max-time", help="Wall-time budget per problem, seconds.")] = 3600.0,
+    max_gpu_time: Annotated[
+        Optional[float],
+        typer.Option("--max-gpu-time", min=1, help="GPU-time budget per problem, seconds (evaluation and profiling)."),
+    ] = None,
     patience: Annotated[
         int, typer.Option("--no-improvement", help="Stop a problem after N rounds without a better kernel.")
     ] = 4,
@@ -294,6 +298,7 @@ def optimize_command(
         "max_tokens": max_tokens,
         "max_cost_usd": max_cost,
         "max_wall_s": max_time,
+        "max_gpu_s": max_gpu_time,
         "no_improvement_rounds": patience,
         "model": model,
         "temperature": temperature,

@@ -12,9 +12,7 @@ from typing import Annotated, Optional
 import typer
 
 from kernelwright.cli.context import AppState
-from kernelwright.errors import ExitCode, UsageError
-
-DEMO_SCRIPTS = {"cpu": "relu-cpu", "cuda": "relu-cuda"}
+from kernelwright.errors import ExitCode
 
 
 def register(app: typer.Typer) -> None:
@@ -31,7 +29,7 @@ def register(app: typer.Typer) -> None:
         """Watch the agent loop on `relu` with a scripted LLM: a slow kernel, a build error fixed on
         retry, a reward hack rejected and explained, then a faster kernel accepted. Real builds,
         fuzzing and timing; no API key needed. Exits 0 when the run went as scripted."""
-        from kernelwright.agent.configuration import AgentConfig
+        from kernelwright.agent.demo import demo_config
         from kernelwright.agent.scripted import ScriptDiverged, ScriptExhausted
         from kernelwright.cli.agent_run import execute, out
         from kernelwright.tools.evaluate import resolve_device
@@ -39,23 +37,7 @@ def register(app: typer.Typer) -> None:
         state: AppState = ctx.obj
         settings = state.settings()
         chosen = resolve_device(device, settings)
-        if chosen not in DEMO_SCRIPTS:
-            raise UsageError(f"no scripted demo session for {chosen} yet", hint="use --device cpu")
-        config = AgentConfig.from_settings(
-            settings,
-            problem="relu",
-            device=chosen,
-            backend="cpp" if chosen == "cpu" else "cuda",
-            size="small",
-            target=1.0,
-            max_rounds=4,
-            coder_retries=1,
-            no_improvement_rounds=10,
-            timing_cap_s=5.0,
-            num_threads=1 if chosen == "cpu" else None,
-            scripted=DEMO_SCRIPTS[chosen],
-            memory=False,  # the demo shows the whole loop every time, and leaves the user's memory alone
-        )
+        config = demo_config(settings, chosen)
         threads = (
             "; eager, torch.compile and the candidates are all timed on one CPU thread, so a shared machine's "
             "load does not decide the race"

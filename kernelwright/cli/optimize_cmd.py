@@ -23,6 +23,7 @@ _PARAM_FIELDS = {
     "max_tokens": "max_tokens",
     "max_cost": "max_cost_usd",
     "max_time": "max_wall_s",
+    "max_gpu_time": "max_gpu_s",
     "patience": "no_improvement_rounds",
     "llm_timeout": "request_timeout_s",
     "llm_retries": "max_retries",
@@ -104,6 +105,15 @@ def register(app: typer.Typer) -> None:
         max_tokens: Annotated[int, typer.Option("--max-tokens", help="Token budget.")] = 2_000_000,
         max_cost: Annotated[float, typer.Option("--max-cost", help="LLM cost budget, USD.")] = 20.0,
         max_time: Annotated[float, typer.Option("--max-time", help="Wall-time budget, seconds.")] = 3600.0,
+        max_gpu_time: Annotated[
+            Optional[float],
+            typer.Option(
+                "--max-gpu-time",
+                min=1,
+                help="GPU-time budget, seconds: the evaluations' device phases (correctness, work share, timing) and "
+                "Nsight Compute profiling (default: none).",
+            ),
+        ] = None,
         patience: Annotated[
             int, typer.Option("--no-improvement", help="Stop after N rounds without a better kernel.")
         ] = 4,
@@ -201,6 +211,7 @@ def register(app: typer.Typer) -> None:
             "max_tokens": max_tokens,
             "max_cost_usd": max_cost,
             "max_wall_s": max_time,
+            "max_gpu_s": max_gpu_time,
             "no_improvement_rounds": patience,
             "model": model,
             "planner_model": planner_model,

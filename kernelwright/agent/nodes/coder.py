@@ -15,7 +15,16 @@ from langgraph.types import Command, interrupt
 from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import CoderRetry
-from kernelwright.agent.nodes.common import ask, best_source, brief, messages, problem_of, started, tail
+from kernelwright.agent.nodes.common import (
+    ask,
+    best_source,
+    brief,
+    messages,
+    problem_of,
+    started,
+    stopped_by_user,
+    tail,
+)
 from kernelwright.agent.state import AgentState, add_usage
 from kernelwright.harness.checks.static.common import python_parser
 
@@ -58,10 +67,14 @@ def _first_error_line(node) -> int:  # type: ignore[no-untyped-def]
     return int(node.start_point[0]) + 1
 
 
-def coder(state: AgentState, config: RunnableConfig) -> Command[Literal["coder", "evaluate", "reviewer"]]:
+def coder(state: AgentState, config: RunnableConfig) -> Command[Literal["coder", "evaluate", "reviewer", "__end__"]]:
     cfg, deps = AgentConfig.from_runnable_config(config), Deps.from_runnable_config(config)
+    halt = stopped_by_user(state, deps)
+    if halt is not None:
+        return halt
     plan_update: dict[str, object] = {}
-    if cfg.approve_plans and state.get("attempt", 0) == 0 and state.get("no_code_replies", 0) == 0:
+    wants_approval = cfg.approve_plans or (deps.control is not None and deps.control.approval)
+    if wants_approval and state.get("attempt", 0) == 0 and state.get("no_code_replies", 0) == 0:
         # Resumed with Command(resume=TEXT): TEXT replaces the plan; an empty answer approves it.
         answer = interrupt({"step": "approve_plan", "round": state.get("round", 0), "plan": state.get("plan", "")})
         if isinstance(answer, str) and answer.strip():

@@ -8,10 +8,11 @@ import json
 from functools import cache
 from pathlib import Path
 from string import Template
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
+from langgraph.types import Command
 from pydantic import BaseModel, ValidationError
 
 from kernelwright.agent import llm
@@ -47,6 +48,17 @@ def problem_of(name: str) -> Problem:
 @cache
 def brief(name: str, size: str) -> str:
     return problem_brief(problem_of(name), size)
+
+
+def stopped_by_user(state: AgentState, deps: Deps) -> Command[Any] | None:
+    """Every node's first check: a person asked the run to stop (the TUI's "stop, keep the best").
+    The best candidate so far stays; it counts as accepted only if it beats the target (in code)."""
+    if deps.control is None or not deps.control.stop_requested:
+        return None
+    best = state.get("best")
+    accepted = bool(best and best["beats_target"])
+    kept = f"candidate {best['index']} is the best so far" if best else "no correct candidate yet"
+    return Command(goto="__end__", update={"stop_reason": f"stopped by the user ({kept})", "accepted": accepted})
 
 
 def started(deps: Deps, state: AgentState, step: str) -> None:

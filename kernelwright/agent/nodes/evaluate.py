@@ -19,12 +19,21 @@ from kernelwright.agent import budget, remember, runs
 from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import CandidateEvaluated, CandidateWritten
-from kernelwright.agent.nodes.common import started
+from kernelwright.agent.nodes.common import started, stopped_by_user
 from kernelwright.agent.state import AgentState, CandidateRecord
 from kernelwright.harness.result import EvalResult
 from kernelwright.harness.verdicts import Verdict
 
 _BACK_TO_CODER = {Verdict.BUILD_ERROR, Verdict.INCORRECT, Verdict.CRASHED, Verdict.TIMEOUT}
+DEVICE_PHASES = ("correctness", "work_share", "timing")
+"""The harness phases that run on the device: what the GPU-time budget counts."""
+
+
+def gpu_seconds(result: EvalResult, cached: bool, device: str) -> float:
+    """GPU time an evaluation took (a result read back from the run folder costs nothing now)."""
+    if device != "cuda" or cached:
+        return 0.0
+    return sum(result.phase_seconds.get(p, 0.0) for p in DEVICE_PHASES)
 
 
 def feedback(result: EvalResult, limit: int) -> str:
@@ -50,8 +59,11 @@ def _judge(paths: list[Path], shas: list[str], cfg: AgentConfig, deps: Deps) -> 
     return [(result, i not in todo) for i, result in enumerate(stored) if result is not None]
 
 
-def evaluate(state: AgentState, config: RunnableConfig) -> Command[Literal["coder", "profile", "reviewer"]]:
+def evaluate(state: AgentState, config: RunnableConfig) -> Command[Literal["coder", "profile", "reviewer", "__end__"]]:
     cfg, deps = AgentConfig.from_runnable_config(config), Deps.from_runnable_config(config)
+    halt = stopped_by_user(state, deps)
+    if halt is not None:
+        return halt
     started(deps, state, "evaluate")
     first = max((c["index"] for c in state.get("candidates", [])), default=0) + 1  # 0: a remembered kernel
     paths, shas = [], []
@@ -87,6 +99,7 @@ def evaluate(state: AgentState, config: RunnableConfig) -> Command[Literal["code
                 beats_target=rec["beats_target"],
                 cached=cached,
                 parent=rec["parent"],
+                gpu_seconds=gpu_seconds(result, cached, cfg.device),
             )
         )
         if budget.better(rec, best):
@@ -100,6 +113,8 @@ def evaluate(state: AgentState, config: RunnableConfig) -> Command[Literal["code
         "drafts": [],
         "best": best,
     }
+    if gpu := sum(gpu_seconds(result, cached, cfg.device) for result, cached in judged):
+        update["usage"] = {"gpu_s": gpu}
     return Command(goto=_next([r for r, _ in judged], state, cfg, update), update=update)
 
 

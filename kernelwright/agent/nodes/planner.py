@@ -5,7 +5,7 @@ acceptance are checked here, in code, before any tokens are spent."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
@@ -25,6 +25,7 @@ from kernelwright.agent.nodes.common import (
     role_tools,
     started,
     starting_point,
+    stopped_by_user,
     tail,
 )
 from kernelwright.agent.state import AgentState
@@ -38,14 +39,26 @@ class Plan(BaseModel):
 
 def planner(state: AgentState, config: RunnableConfig) -> Command[Literal["coder", "__end__"]]:
     cfg, deps = AgentConfig.from_runnable_config(config), Deps.from_runnable_config(config)
+    halt = stopped_by_user(state, deps)
+    if halt is not None:
+        return halt
     stop = budget.stop_reason(state, cfg, deps.started)
     if stop is not None:
         # A starting point that already beats the target (a remembered or branched-from kernel,
         # re-evaluated here) is accepted before any tokens are spent.
         return Command(goto="__end__", update={"stop_reason": stop, "accepted": stop.startswith("accepted")})
     round_ = state.get("round", 0) + 1
-    hints = list(deps.hints)
-    deps.hints.clear()
+    hints: list[str] = []
+    while deps.hints:  # popleft: a hint typed while the planner reads them is kept for the next round
+        hints.append(deps.hints.popleft())
+    try:
+        return _plan(state, cfg, deps, round_, hints)
+    except BaseException:
+        deps.hints.extendleft(reversed(hints))  # not in the state yet: a resumed run must still see them
+        raise
+
+
+def _plan(state: AgentState, cfg: AgentConfig, deps: Deps, round_: int, hints: list[str]) -> Command[Any]:
     started(deps, {**state, "round": round_}, "planner")
     start = starting_point(state)
     start_note = ""
@@ -77,7 +90,7 @@ def planner(state: AgentState, config: RunnableConfig) -> Command[Literal["coder
     plan, raw, usage = ask_with_tools("planner", prompt, Plan, tools, cfg, deps)
     text = plan.plan if plan is not None else raw.strip()[:1500]
     expected = plan.expected_speedup if plan is not None else None
-    deps.events.emit(PlanWritten(plan=text, expected_speedup=expected, round=round_))
+    deps.events.emit(PlanWritten(plan=text, expected_speedup=expected, hints=hints, round=round_))
     return Command(
         goto="coder",
         update={

@@ -5,6 +5,7 @@ evidence/NNN/digest.json beside the candidate's .ncu-rep; a resumed run reads th
 
 from __future__ import annotations
 
+import time
 from typing import Literal
 
 from langchain_core.runnables import RunnableConfig
@@ -14,7 +15,7 @@ from kernelwright.agent import remember, runs
 from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import CandidateProfiled, ProfileSkipped
-from kernelwright.agent.nodes.common import started
+from kernelwright.agent.nodes.common import started, stopped_by_user
 from kernelwright.agent.state import AgentState, CandidateRecord, ProfileRecord
 
 DIGEST_CHARS = 2500
@@ -52,8 +53,11 @@ def _profile_one(cand: CandidateRecord, cfg: AgentConfig, deps: Deps) -> tuple[P
     return rec, False
 
 
-def profile(state: AgentState, config: RunnableConfig) -> Command[Literal["reviewer"]]:
+def profile(state: AgentState, config: RunnableConfig) -> Command[Literal["reviewer", "__end__"]]:
     cfg, deps = AgentConfig.from_runnable_config(config), Deps.from_runnable_config(config)
+    halt = stopped_by_user(state, deps)
+    if halt is not None:
+        return halt
     started(deps, state, "profile")
     why = skip_reason(cfg, deps)
     round_ = state.get("round", 0)
@@ -72,6 +76,7 @@ def profile(state: AgentState, config: RunnableConfig) -> Command[Literal["revie
         }
         return Command(goto="reviewer", update={"profile_note": why, "profiles": skipped})
     done: dict[str, ProfileRecord] = {}
+    clock = time.monotonic()  # Nsight Compute holds the GPU: its time counts in the GPU-time budget
     for cand in todo:
         rec, cached = _profile_one(cand, cfg, deps)
         done[str(cand["index"])] = rec
@@ -93,4 +98,5 @@ def profile(state: AgentState, config: RunnableConfig) -> Command[Literal["revie
         if focus is not None
         else "profiling skipped: no correct candidate this round"
     )
-    return Command(goto="reviewer", update={"profile_note": note, "profiles": done})
+    usage = {"gpu_s": time.monotonic() - clock} if todo else {}
+    return Command(goto="reviewer", update={"profile_note": note, "profiles": done, "usage": usage})

@@ -15,7 +15,7 @@ from kernelwright.agent import budget, remember
 from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import ReviewWritten
-from kernelwright.agent.nodes.common import ask_with_tools, describe, messages, role_tools, started
+from kernelwright.agent.nodes.common import ask_with_tools, describe, messages, role_tools, started, stopped_by_user
 from kernelwright.agent.state import AgentState
 from kernelwright.agent.tools import describe_tools
 
@@ -43,6 +43,9 @@ def outcome_text(state: AgentState) -> str:
 
 def reviewer(state: AgentState, config: RunnableConfig) -> Command[Literal["planner", "__end__"]]:
     cfg, deps = AgentConfig.from_runnable_config(config), Deps.from_runnable_config(config)
+    halt = stopped_by_user(state, deps)
+    if halt is not None:
+        return halt
     started(deps, state, "reviewer")
     round_ = state.get("round", 0)
     outcome = outcome_text(state)
