@@ -138,12 +138,10 @@ def test_suspicious_speedup_is_reverified_and_a_process_dependent_kernel_fails(
         [honest, _write(tmp_path, cheat)],
         _opts(shared_home, timing=True, suspicious_speedup=0.0),
     )
-    assert (
-        results[0].verdict.value == "correct"
-        and results[0].suspicious
-        and "re-verified correct" in results[0].suspicious
-    )
-    assert any(f.code == "suspicious_speedup" for f in results[0].flags)
+    # The honest kernel stays correct; on a loaded machine its small re-timed speedup may not
+    # reproduce within 2x, and then the fresh process's figures are what is reported.
+    assert results[0].verdict.value == "correct" and results[0].suspicious, results[0].message
+    assert any(f.code in ("suspicious_speedup", "speedup_not_reproduced") for f in results[0].flags)
     assert (results[1].verdict.value, results[1].reason) == ("rejected", "unverified_speedup"), results[1].message
 
 
