@@ -97,7 +97,7 @@ def test_a_hint_given_while_running_reaches_the_next_planner_prompt_and_its_even
 def test_pause_stops_at_a_checkpoint_and_resume_carries_on() -> None:
     control = RunControl()
     watch = Watch(on={"candidate_evaluated": lambda e: control.pause()})
-    thread, box, _, cfg = _start(TWO_ROUNDS, control, watch, max_rounds=2)
+    thread, box, _, _cfg = _start(TWO_ROUNDS, control, watch, max_rounds=2)
     watch.wait("run_paused")
     paused = next(e for e in watch.events if e.kind == "run_paused")
     assert paused.next_steps == ["profile"]  # evaluate has finished and been checkpointed

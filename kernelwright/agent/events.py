@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter
 
+from kernelwright.harness.process.isolation import redact
+
 log = logging.getLogger(__name__)
 
 EVENT_SCHEMA_VERSION = 1
@@ -263,7 +265,7 @@ class JsonLinesWriter:
         self._file = path.open("a", encoding="utf-8")
 
     def __call__(self, event: _Event) -> None:
-        self._file.write(event.model_dump_json() + "\n")
+        self._file.write(redact(event.model_dump_json()) + "\n")
         self._file.flush()
 
     def close(self) -> None:
@@ -292,5 +294,5 @@ class TrajectoryWriter:
         self.events.append(event.model_dump(mode="json"))
         doc = {"schema_version": TRAJECTORY_SCHEMA_VERSION, **self.header, "events": self.events}
         tmp = self.path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(doc, indent=1))
+        tmp.write_text(redact(json.dumps(doc, indent=1)))  # an event's error text can quote a key
         tmp.replace(self.path)

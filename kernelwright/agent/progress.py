@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from kernelwright.agent.events import _Event
@@ -114,6 +115,9 @@ class RunProgress:
     first_ts: float | None = None
     last_ts: float | None = None
     pending_plan: str | None = None
+    now: float | None = None
+    """A live frontend's clock (epoch seconds), so the wall meter moves between events; a replay
+    leaves it unset and shows the recorded times."""
     notes: list[str] = field(default_factory=list)
     """Things a person should see (a failure, a stop): the TUI notifies them."""
 
@@ -122,7 +126,8 @@ class RunProgress:
     def wall_seconds(self) -> float:
         if self.first_ts is None or self.last_ts is None:
             return 0.0
-        return max(0.0, self.last_ts - self.first_ts)
+        end = max(self.last_ts, self.now) if self.now is not None and self.running else self.last_ts
+        return max(0.0, end - self.first_ts)
 
     @property
     def best(self) -> Candidate | None:
@@ -146,8 +151,8 @@ class RunProgress:
         b = self.budget
         est = "~" if self.estimated_tokens else ""
         rows: list[tuple[str, float, float | None, str]] = [
-            ("rounds", float(self.round), b.get("rounds"), f"{self.round}/{_num(b.get('rounds'))}"),
-            ("tokens", self.tokens, b.get("tokens"), f"{est}{_k(self.tokens)}/{_k(b.get('tokens'))}"),
+            ("round", float(self.round), b.get("rounds"), f"{self.round}/{_num(b.get('rounds'))}"),
+            ("tok", self.tokens, b.get("tokens"), f"{est}{_k(self.tokens)}/{_k(b.get('tokens'))}"),
             ("cost", self.cost_usd, b.get("cost_usd"), f"${self.cost_usd:.2f}/{_money(b.get('cost_usd'))}"),
             ("wall", self.wall_seconds, b.get("wall_s"), f"{_dur(self.wall_seconds)}/{_dur(b.get('wall_s'))}"),
         ]
@@ -225,7 +230,7 @@ class RunProgress:
     def _on_candidate_written(self, e: Any) -> None:
         cand = self.candidates.setdefault(e.index, Candidate(index=e.index, round=e.round))
         cand.path = e.path
-        self._note(f"candidate {e.index} written: {e.path}")
+        self._note(f"candidate {e.index} written ({Path(e.path).name})")
 
     def _on_candidate_evaluated(self, e: Any) -> None:
         cand = self.candidates.setdefault(e.index, Candidate(index=e.index, round=e.round))
@@ -284,9 +289,12 @@ class RunProgress:
         self.stop_reason = e.stop_reason
         if e.best_index is not None:
             self.best_index = e.best_index
+        failed = e.stop_reason.startswith("interrupted")
         for step in self.steps:
             if step.status == "running":
-                step.status = "failed" if e.stop_reason.startswith("interrupted") else "skipped"
+                step.status = "failed" if failed else "skipped"
+                if failed:
+                    step.detail.append(f"the run stopped here: {e.stop_reason}")
         if e.stop_reason.startswith("interrupted"):
             self.status = "failed"
             self.notes.append(f"the run stopped: {e.stop_reason}")
@@ -315,4 +323,6 @@ def _dur(value: float | None) -> str:
     if value is None:
         return "∞"
     seconds = int(value)
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+    if seconds >= 3600:
+        return f"{seconds // 3600}h" + (f"{seconds % 3600 // 60:02d}m" if seconds % 3600 else "")
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"

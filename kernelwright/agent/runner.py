@@ -208,6 +208,16 @@ def drive(graph: Any, first: Any, thread: Any, deps: Deps) -> None:
         payload = None
 
 
+def _why(exc: BaseException) -> str:
+    """One line for a run that ended on an exception: a KernelwrightError's message, else the
+    exception's type and first line (a bug must say what it was, not only its class)."""
+    message = getattr(exc, "message", None)
+    if isinstance(message, str) and message:
+        return message
+    first = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {first[0][:300]}" if first else type(exc).__name__
+
+
 def summary_of(config: AgentConfig, state: AgentState, stop_reason: str, finished: bool) -> dict[str, Any]:
     best = state.get("best")
     return {
@@ -320,7 +330,7 @@ def run(
             stop = state.get("stop_reason") or ("ended" if finished else f"{left} before {', '.join(after.next)}")
         except BaseException as exc:
             state = dict(graph.get_state(thread).values)  # type: ignore[assignment]
-            stop = f"interrupted: {getattr(exc, 'message', None) or type(exc).__name__}"
+            stop = f"interrupted: {_why(exc)}"
             raise
         finally:
             runs.write_summary(run_dir, summary_of(config, state, stop, finished))

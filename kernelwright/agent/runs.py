@@ -22,6 +22,7 @@ from typing import Any
 from kernelwright.agent.configuration import AgentConfig, RoleModel
 from kernelwright.agent.state import CandidateRecord, ProfileRecord
 from kernelwright.errors import UsageError
+from kernelwright.harness.process.isolation import redact
 from kernelwright.harness.result import EvalResult
 
 log = logging.getLogger(__name__)
@@ -103,7 +104,7 @@ def load_config(runs_dir: Path, run_id: str, **overrides: Any) -> AgentConfig:
 
 def write_summary(run_dir: Path, summary: dict[str, Any]) -> None:
     doc = {"schema_version": SUMMARY_SCHEMA_VERSION, **summary}
-    (run_dir / "summary.json").write_text(json.dumps(doc, indent=2))
+    (run_dir / "summary.json").write_text(redact(json.dumps(doc, indent=2)))  # an error line can quote a key
 
 
 def read_summary(run_dir: Path) -> dict[str, Any] | None:

@@ -25,6 +25,7 @@ from kernelwright.cli import (
     profile_cmd,
     runs_cmd,
     specs_cmd,
+    tui_cmd,
 )
 from kernelwright.cli.context import AppState
 from kernelwright.cli.problems_cmd import problems_app
@@ -54,6 +55,7 @@ for _module in (
     batch_cmd,
     memory_cmd,
     ask_cmd,
+    tui_cmd,
 ):
     _module.register(app)
 

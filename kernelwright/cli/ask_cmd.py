@@ -80,18 +80,9 @@ def _chat(state: AppState, reports: ReportSet, model: str | None, scripted: Path
 
     if scripted is not None:
         return AskChat(reports, scripted_model(scripted), model_name=f"scripted:{scripted.stem}", tool_rounds=rounds)
-    from kernelwright.agent.configuration import AgentConfig
-    from kernelwright.agent.llm import DEFAULT_ENDPOINT, chat_model
+    from kernelwright.agent.ask import chat_from_settings
 
-    # ask talks to the reviewer's model (the role that reads profiles): llm_reviewer_model, else llm_model.
-    config = AgentConfig.from_settings(state.settings(), problem="ask", run_id="ask", reviewer_model=model)
-    return AskChat(
-        reports,
-        chat_model(config, "reviewer"),
-        model_name=config.role("reviewer").model,
-        endpoint=config.base_url or DEFAULT_ENDPOINT,
-        tool_rounds=rounds,
-    )
+    return chat_from_settings(state.settings(), reports, model=model, tool_rounds=rounds)
 
 
 def _answer(chat: AskChat, question: str, as_json: bool) -> int:

@@ -496,9 +496,8 @@ def _reverify(ctx: _Context, path: Path, source: str, analysis: CandidateAnalysi
         # would); what is reported is the fresh process's timing, if it is itself unsuspicious.
         fresh_text = f"{second.ratio:.1f}x" if second is not None else "not timed"
         kept = second is not None and second.ratio <= ctx.opts.suspicious_speedup
-        result.suspicious = (
-            f"{why}; re-timed in a fresh process it was {fresh_text}: not reproduced, so "
-            + ("the fresh process's timing is reported" if kept else "no speedup is reported")
+        result.suspicious = f"{why}; re-timed in a fresh process it was {fresh_text}: not reproduced, so " + (
+            "the fresh process's timing is reported" if kept else "no speedup is reported"
         )
         result.speedups = dict(again.speedups) if kept else {}
         result.timings = dict(again.timings) if kept else result.timings

@@ -12,7 +12,7 @@ Report access that is pure profiler logic lives in `profiler/` (`report_file`, `
 `report_details`, `ncu_sections`); this package adds only the LLM side.
 """
 
-from kernelwright.agent.ask.chat import AskAnswer, AskChat, ChatListener, ToolUse
+from kernelwright.agent.ask.chat import AskAnswer, AskChat, ChatListener, ToolUse, chat_from_settings
 from kernelwright.agent.ask.citations import Citation, check_citations
 from kernelwright.agent.ask.reports import AskReport, ReportSet, from_reports, open_reports
 
@@ -24,6 +24,7 @@ __all__ = [
     "Citation",
     "ReportSet",
     "ToolUse",
+    "chat_from_settings",
     "check_citations",
     "from_reports",
     "open_reports",

@@ -30,7 +30,9 @@ from kernelwright.agent import llm
 from kernelwright.agent.ask.citations import Citation, check_citations, mark
 from kernelwright.agent.ask.reports import ReportSet
 from kernelwright.agent.ask.tools import make_tools
+from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.tools import describe_tools, run_tool_calls
+from kernelwright.config import Settings
 
 log = logging.getLogger(__name__)
 PROMPTS = Path(__file__).parent / "prompts"
@@ -188,3 +190,18 @@ class AskChat:
             input_tokens=tokens_in,
             output_tokens=tokens_out,
         )
+
+
+def chat_from_settings(
+    settings: Settings, reports: ReportSet, *, model: str | None = None, tool_rounds: int = TOOL_ROUNDS
+) -> AskChat:
+    """The chat on the configured endpoint; it talks to the reviewer's model (the role that reads
+    profiles): `model`, else llm_reviewer_model, else llm_model."""
+    config = AgentConfig.from_settings(settings, problem="ask", run_id="ask", reviewer_model=model)
+    return AskChat(
+        reports,
+        llm.chat_model(config, "reviewer"),
+        model_name=config.role("reviewer").model,
+        endpoint=config.base_url or llm.DEFAULT_ENDPOINT,
+        tool_rounds=tool_rounds,
+    )

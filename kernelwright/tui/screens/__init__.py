@@ -1,0 +1,1 @@
+"""The app's screens: start, the run (main), and the modals it opens."""
