@@ -6,20 +6,26 @@ LangChain and torch, which `--help` must not pay for.
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.live import Live
+from rich.rule import Rule
 from rich.table import Table
 
 from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.events import JsonLinesWriter, _Event
 from kernelwright.agent.models import make_models
 from kernelwright.agent.profiling import make_profiler
+from kernelwright.agent.progress import RunProgress
 from kernelwright.agent.runner import RunOutcome, harness_session, open_memory, run
 from kernelwright.agent.scripted import ScriptedSession
 from kernelwright.config import Settings
+from kernelwright.tui.status import meters_text, status_text
 
 out = Console(width=None if sys.stdout.isatty() else 140)
 
@@ -111,6 +117,25 @@ class HeadlessRenderer:
             self.say(f"[bold {colour}]stopped[/]: {e.stop_reason}")
 
 
+class LiveStatus:
+    """A terminal's live status line under the event lines: where the run stands (round, step,
+    best speedup vs eager and torch.compile) and its budget meters, redrawn as events arrive and
+    as the wall clock moves; the same picture the TUI shows (`agent/progress.py`, `tui/status.py`)."""
+
+    def __init__(self) -> None:
+        self.progress = RunProgress()
+
+    def __call__(self, event: _Event) -> None:
+        self.progress.apply(event)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        self.progress.now = time.time()
+        line = status_text(self.progress, read_only=False, approval=False)
+        yield Rule(style="dim")
+        yield line
+        yield meters_text(self.progress, options.max_width)
+
+
 def print_summary(outcome: RunOutcome, console: Console) -> None:
     table = Table(title=f"run {outcome.config.run_id}", show_lines=False)
     for column in ("#", "round", "verdict", "reason", "speedups (CI 95%)"):
@@ -148,10 +173,14 @@ def execute(
     writer = JsonLinesWriter(events_json) if events_json else None
     if writer is not None:
         subscribers.append(writer)
+    status = LiveStatus() if console.is_terminal else None
+    if status is not None:
+        subscribers.append(status)
+    live = Live(status, console=console, refresh_per_second=2, transient=True) if status else contextlib.nullcontext()
     try:
         profiler, missing = make_profiler(config, settings)
         # Memory first: a locked, damaged or too-new database ends the command before any worker starts.
-        with open_memory(config, None) as memory, harness_session(config, settings) as evaluator:
+        with live, open_memory(config, None) as memory, harness_session(config, settings) as evaluator:
             outcome = run(
                 config,
                 models,
