@@ -50,7 +50,7 @@ async def test_a_run_shows_its_steps_candidates_and_meters_as_it_goes() -> None:
         assert timeline.row_count == len(progress.steps)
         tree = screen.query_one(CandidateTree)
         labels = [str(n.label) for n in tree.root.children] + [str(n.label) for n in tree.root.children[0].children]
-        assert labels == [" #1 ✓ correct 0.80x compile", "★#2 ✓ correct 1.60x compile"]  # #2 started from #1
+        assert labels == [" #1 ✓ correct 0.80x|0.80x", "★#2 ✓ correct 1.60x|1.60x"]  # #2 started from #1
         await pilot.press("2")  # the code tab shows the newest candidate, with its verdict line
         body = str(screen.query_one("#code-body").render())
         assert "#2 round 2 · from #1 · ✓ correct" in body or screen.selected_candidate().index == 2
@@ -261,3 +261,20 @@ async def test_every_steering_action_is_in_the_command_palette() -> None:
         assert any(t.startswith(wanted) for t in titles), wanted
     bound = {b.action for b in RunScreen.BINDINGS}  # and each is a key
     assert {"pause", "approval", "hint", "stop", "branch", "export", "report", "quit_run"} <= bound
+
+
+def test_the_chart_plots_each_correct_candidate_at_its_round_and_the_best_as_steps() -> None:
+    from kernelwright.agent.progress import Candidate, RunProgress
+    from kernelwright.tui.widgets.chart import series
+
+    progress = RunProgress()
+    rows = [(1, "correct", 0.3), (2, "build_error", None), (2, "correct", 0.7), (3, "rejected", None)]
+    rows += [(4, "correct", 2.2), (4, "correct", 1.1)]
+    for index, (round_, verdict, ratio) in enumerate(rows, 1):
+        cand = Candidate(index=index, round=round_, verdict=verdict)
+        if ratio is not None:
+            cand.speedups = {"compile": {"ratio": ratio, "ci_low": ratio, "ci_high": ratio}}
+        progress.candidates[index] = cand
+    xs, ys, bx, by = series(progress)
+    assert (xs, ys) == ([1, 2, 4, 4], [0.3, 0.7, 2.2, 1.1])  # nothing for the build error or the hack
+    assert (bx, by) == ([1, 2, 2, 4, 4], [0.3, 0.3, 0.7, 0.7, 2.2])

@@ -14,12 +14,17 @@ from textual.widgets.tree import TreeNode
 from kernelwright.agent.progress import Candidate, RunProgress, verdict_mark
 
 
+def _ratio(cand: Candidate, baseline: str) -> str:
+    found = cand.speedup(baseline)
+    return f"{found:.2f}x" if found is not None else "–"
+
+
 def label(cand: Candidate, best: int | None) -> str:
+    """`★#5 ✓ correct 2.20x|0.72x`: the speedup against torch.compile, then against eager (the
+    tree's title says so)."""
     star = "★" if cand.index == best else " "
     if cand.verdict == "correct":
-        ratio = cand.target_speedup
-        base = "compile" if "compile" in cand.speedups else "eager"
-        detail = f"{ratio:.2f}x {base}" if ratio is not None else "not timed"
+        detail = f"{_ratio(cand, 'compile')}|{_ratio(cand, 'eager')}" if cand.speedups else "not timed"
     elif cand.verdict == "pending":
         return f"{star}#{cand.index} … judging"
     else:
@@ -36,6 +41,7 @@ class CandidateTree(Tree[int]):
         super().__init__("candidates", **kwargs)  # type: ignore[arg-type]
         self.show_root = False
         self.guide_depth = 2
+        self.border_title = "candidates · x compile|eager"
         self._signature: tuple[object, ...] = ()
         self._follow = True  # keep the newest candidate highlighted until the person moves away
         self._newest: int | None = None

@@ -1,6 +1,7 @@
-"""Speedup per candidate, drawn in the terminal (plotext): each correct candidate's speedup
-against torch.compile (eager where compile was not timed), the best so far as a line, and the
-1.0x line that a kernel must beat. Candidates that are not correct have no speedup to plot."""
+"""Speedup per round, drawn in the terminal (plotext): each correct candidate's speedup against
+torch.compile (eager where compile was not timed) at its round, the best so far as a step line,
+and the 1.0x line a kernel must beat. Candidates that are not correct have no speedup to plot.
+"""
 
 from __future__ import annotations
 
@@ -10,24 +11,28 @@ from kernelwright.agent.progress import RunProgress
 
 
 def series(progress: RunProgress) -> tuple[list[float], list[float], list[float], list[float]]:
-    """(x, speedup) of every correct candidate, and the best-so-far as a step line over the same x."""
+    """(round, speedup) of every correct candidate, and the best so far after each round with one,
+    as a step line (held level until the round that beat it)."""
     xs: list[float] = []
     ys: list[float] = []
-    bx: list[float] = []
-    by: list[float] = []
+    best_after: dict[int, float] = {}
     best = 0.0
-    for cand in progress.ordered_candidates():
+    for cand in sorted(progress.ordered_candidates(), key=lambda c: (c.round, c.index)):
         ratio = cand.target_speedup if cand.verdict == "correct" else None
         if ratio is None:
             continue
-        xs.append(cand.index)
+        xs.append(cand.round)
         ys.append(ratio)
-        if bx:  # hold the best until this candidate, then step
-            bx.append(cand.index)
-            by.append(best)
         best = max(best, ratio)
-        bx.append(cand.index)
-        by.append(best)
+        best_after[cand.round] = best
+    bx: list[float] = []
+    by: list[float] = []
+    for round_, value in sorted(best_after.items()):
+        if by:
+            bx.append(round_)
+            by.append(by[-1])
+        bx.append(round_)
+        by.append(value)
     return xs, ys, bx, by
 
 
@@ -38,11 +43,11 @@ class SpeedupChart(PlotextPlot):
         plt.clear_figure()
         xs, ys, bx, by = series(progress)
         plt.title("speedup vs torch.compile (eager if not timed)")
-        plt.xlabel("candidate")
+        plt.xlabel("round")
         if xs:
             plt.plot(bx, by, label="best so far", marker="braille")
             plt.scatter(xs, ys, label="candidate", marker="dot")
-            plt.xticks(xs)
+            plt.xticks(sorted(set(xs)))
             plt.text("1.0x: to beat", x=xs[0], y=1.0)
         plt.hline(1.0)
         plt.ylim(0, max([1.5, *[y * 1.15 for y in ys]]))
