@@ -83,6 +83,13 @@ def main() -> int:
         help="fresh: one evaluate() per candidate (the CLI); session: an EvalSession with the next worker "
         "started ahead (the agent's loop)",
     )
+    parser.add_argument(
+        "--candidate",
+        type=Path,
+        action="append",
+        help="measure this candidate file (repeatable) instead of the problem's bundled oracles, e.g. a "
+        "fast-form kernel of benchmarks/level1_cuda",
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     backend = "cuda" if args.device == "cuda" else "cpp"
@@ -91,6 +98,8 @@ def main() -> int:
     forms = {s.path.stem: s.path for s in sorted(found, key=lambda s: ("fast" not in s.path.stem, s.path.stem))}
     if args.forms:
         forms = {k: v for k, v in forms.items() if k in args.forms.split(",")}
+    if args.candidate:
+        forms = {f"{p.parent.name}_{p.stem}": p for p in args.candidate}
     root = Path(tempfile.mkdtemp(prefix="kw-bench-"))
     t0 = time.perf_counter()
 

@@ -93,22 +93,22 @@ class _Exploit:
 
 def test_candidate_outputs_are_loaded_as_data_only(tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
-    evil = tmp_path / "candidate_0.pt"
-    torch.save([torch.ones(2), _Exploit(marker)], evil)
+    evil = tmp_path / "candidate_0.out"
+    torch.save([torch.ones(2), _Exploit(marker)], evil)  # a pickle is not the output format: never unpickled
     value, problem = outputs.load_output(evil)
     assert value is None and problem is not None and not marker.exists()
 
-    good = tmp_path / "candidate_1.pt"
-    torch.save((torch.ones(2, 3), [torch.zeros(1), 2.5], None), good)
+    good = tmp_path / "candidate_1.out"
+    outputs.save_output((torch.ones(2, 3), [torch.zeros(1), 2.5], None), good)
     value, problem = outputs.load_output(good)
-    assert problem is None and torch.equal(value[0], torch.ones(2, 3)) and value[1][1] == 2.5
+    assert problem is None and torch.equal(value[0], torch.ones(2, 3)) and value[1][1] == 2.5 and value[2] is None
 
-    linked = tmp_path / "candidate_2.pt"
+    linked = tmp_path / "candidate_2.out"
     linked.symlink_to(good)
     assert outputs.load_output(linked)[1] is not None
 
-    torch.save({"not": torch.ones(1)}, tmp_path / "candidate_3.pt")  # a dict is not an output form
-    assert outputs.load_output(tmp_path / "candidate_3.pt")[1] is not None
+    outputs.save_output({"not": torch.ones(1)}, tmp_path / "candidate_3.out")  # a dict is not an output form
+    assert "unexpected dict" in str(outputs.load_output(tmp_path / "candidate_3.out")[1])
 
 
 def test_audit_log_knows_the_writable_folders(tmp_path: Path) -> None:

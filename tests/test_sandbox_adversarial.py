@@ -111,7 +111,7 @@ def listener() -> Iterator[Listener]:
     server.close()
 
 
-def _attack(tmp_path: Path, home: Path, listener: Listener) -> tuple[Path, list[Path]]:
+def _attack(tmp_path: Path, home: Path, listener: Listener, header: str = HEADER) -> tuple[Path, list[Path]]:
     tmp_file = Path("/tmp") / f"kw-leak-{uuid.uuid4().hex}.txt"
     credentials = home / ".config" / "credentials"
     credentials.parent.mkdir(parents=True)
@@ -119,7 +119,7 @@ def _attack(tmp_path: Path, home: Path, listener: Listener) -> tuple[Path, list[
     body = ATTACK.format(
         credentials=str(credentials), tmp_file=str(tmp_file), home_file=str(home / "leak.txt"), port=listener.port
     )
-    path = write_case(tmp_path / "cases", "exfiltrates_the_key", HEADER + body)
+    path = write_case(tmp_path / "cases", "exfiltrates_the_key", header + body)
     return path, [tmp_file, home / "leak.txt"]
 
 
@@ -177,3 +177,21 @@ def test_strict_rejects_the_attack_and_keeps_the_honest_candidate(
         f.code in ("network_access", "write_outside_scratch") for f in kept.flags
     )
     assert kept.isolation is not None and kept.isolation.missing() == [] and kept.isolation.mode == "strict"
+
+
+@pytest.mark.gpu
+def test_the_attack_leaks_nothing_on_a_gpu(
+    tmp_path: Path, shared_home: Path, harness_env: Path, listener: Listener
+) -> None:
+    """The same attack from a CUDA candidate (the GPU kit's relu) on a GPU host: CUDA still works
+    inside the sandbox, nothing leaks, and the isolation in force is recorded in the result."""
+    from tests.candidates.gpu_kit import HEADER as CUDA_HEADER
+
+    path, targets = _attack(tmp_path, harness_env, listener, header=CUDA_HEADER)
+    out = tmp_path / "evidence"
+    [result] = evaluate(resolve_problem("relu"), [path], harness_options(shared_home, "cuda", out_dir=out))
+    _assert_nothing_leaked(targets, listener, out)
+    assert result.verdict.value == "correct", result.message  # best-effort: flagged, and the kernel ran on the GPU
+    assert {"network_access", "write_outside_scratch"} <= {f.code for f in result.flags}, result.flags
+    assert result.isolation is not None and result.isolation.env == "scrubbed"
+    print("isolation on this GPU host:", result.isolation.model_dump_json())

@@ -386,8 +386,8 @@ def _run_trials(
         if judge.needs_comparison(report, ctx.opts.device):
             comparison = ctx.compare(
                 plan,
-                workdir / f"candidate_{plan.index}.pt",
-                workdir / f"candidate_{plan.index}_repeat.pt" if repeat else None,
+                workdir / f"candidate_{plan.index}.out",
+                workdir / f"candidate_{plan.index}_repeat.out" if repeat else None,
             )
             constants.append((bool(comparison.get("constant_candidate")), bool(comparison.get("constant_reference"))))
         result.trials.append(judge.trial_result(report, refs[plan.index], comparison, ctx.opts.device))

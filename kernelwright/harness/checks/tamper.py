@@ -31,6 +31,7 @@ WATCHED_MODULES = (
     "kernelwright.harness.checks.tamper",
     "kernelwright.harness.fuzz",
     "kernelwright.harness.build.recorder",
+    "kernelwright.harness.outputs",
     "torch.serialization",
     "torch.nn.modules.module",
 )

@@ -8,7 +8,7 @@ moment, and a sandboxed candidate cannot read another process's memory (Landlock
 
 After its `result reference` message it serves commands on stdin until `stop`:
 - `compare JSON` (`CompareRequest`): read a candidate's output file as data only
-  (`outputs.load_output`), move it to the device, and compare it with the reference for that plan
+  (`outputs.load_output`, straight onto the device), and compare it with the reference for that plan
   (a correctness trial, or an input set the candidate was timed or profiled on, drawn from the
   seed the candidate's worker reports). The answer is the comparison's figures, never the values.
 - `baselines [SPACER_MS]`: time the baselines (eager, torch.compile) as a candidate's worker does,
@@ -157,11 +157,10 @@ class Oracle:
         from kernelwright.harness.outputs import load_output
 
         start = time.perf_counter()
-        got, unreadable = load_output(request.path)
+        got, unreadable = load_output(request.path, self.job.device)
         if unreadable is not None:
             return {"passed": False, "reason": "output_mismatch", "detail": unreadable}
         expected, roundoff = self.expected(request.plan)
-        got = _to(got, self.job.device)
         cmp = compare_outputs(expected, got, request.atol, request.rtol, roundoff)
         answer: dict[str, Any] = {
             "passed": cmp.passed,
@@ -175,11 +174,11 @@ class Oracle:
             "constant_reference": is_constant(expected),
         }
         if cmp.passed and request.repeat_path is not None:
-            second, unreadable = load_output(request.repeat_path)
+            second, unreadable = load_output(request.repeat_path, self.job.device)
             if unreadable is not None:
                 answer |= {"passed": False, "reason": "output_mismatch", "detail": unreadable}
             else:
-                again = compare_outputs(got, _to(second, self.job.device), request.atol, request.rtol, roundoff)
+                again = compare_outputs(got, second, request.atol, request.rtol, roundoff)
                 if not again.passed:
                     answer |= {
                         "passed": False,

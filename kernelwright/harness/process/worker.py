@@ -60,16 +60,6 @@ def _tail(text: str, lines: int = 40) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def _to_cpu(output: Any) -> Any:
-    import torch
-
-    if isinstance(output, torch.Tensor):
-        return output.detach().to("cpu")
-    if isinstance(output, list | tuple):
-        return [_to_cpu(o) for o in output]
-    return output
-
-
 class CandidateSession:
     """The state of one candidate worker across its phases."""
 
@@ -103,6 +93,8 @@ class CandidateSession:
                 self.prepare_s = self.baselines.seconds
             except Exception as exc:  # the reference or torch.compile failed: the harness reports it
                 self.prepare_error = _tail("".join(traceback.format_exception(exc)), 30)
+        import kernelwright.harness.outputs  # noqa: F401 (loaded before the snapshot: its writer is watched)
+
         self.state_before = dynamic_checks.global_state()
         self.ids_before = dynamic_checks.identity_snapshot()
         self.harness_before = tamper.harness_snapshot(self._baseline_models())
@@ -206,6 +198,7 @@ class CandidateSession:
         import torch
 
         from kernelwright.harness.checks import dynamic as dynamic_checks
+        from kernelwright.harness.outputs import save_output
 
         self.chan.send("phase", "trial")
         if not self._ensure_model():
@@ -258,7 +251,7 @@ class CandidateSession:
         ]
         if modified:
             record["modified_inputs"] = modified
-        torch.save(_to_cpu(output), job.out_dir / f"candidate_{plan.index}.pt")
+        save_output(output, job.out_dir / f"candidate_{plan.index}.out")
         if repeat:  # the first output stays alive: memory it still holds cannot be handed out again
             with torch.no_grad():
                 again = self.model(*before)
@@ -266,7 +259,7 @@ class CandidateSession:
                 torch.cuda.synchronize()
             if dynamic_checks.shares_memory(again, output):
                 record["output_reused"] = True
-            torch.save(_to_cpu(again), job.out_dir / f"candidate_{plan.index}_repeat.pt")
+            save_output(again, job.out_dir / f"candidate_{plan.index}_repeat.out")
             del again
         del output
         record["devices"] = [str(o.device) for o in outs if isinstance(o, torch.Tensor)]
@@ -281,6 +274,7 @@ class CandidateSession:
 
         from kernelwright.harness.build.symbols import KernelMatcher
         from kernelwright.harness.checks import dynamic as dynamic_checks
+        from kernelwright.harness.outputs import save_output
 
         plans = request.plans
         own = KernelMatcher(request.own_exact, request.own_names)
@@ -322,8 +316,8 @@ class CandidateSession:
                 finally:
                     self.recorder.profiling = False
                 output_pass = dynamic_checks.output_pass_ms(kept[0], self.job.device)
-                path = self.job.out_dir / f"profiled_{k}.pt"
-                torch.save(_to_cpu(kept[0]), path)
+                path = self.job.out_dir / f"profiled_{k}.out"
+                save_output(kept[0], path)
                 shares.append(
                     {
                         "plan": plan.model_dump(),
@@ -362,8 +356,8 @@ class CandidateSession:
         )
 
     def timing(self, samples: int) -> None:
-        import torch
 
+        from kernelwright.harness.outputs import save_output
         from kernelwright.harness.timing.run import time_candidate
 
         self.chan.send("phase", "timing")
@@ -380,8 +374,8 @@ class CandidateSession:
         self._check_tampering()
         files = []
         for k, (plan, output) in enumerate(kept):
-            path = self.job.out_dir / f"timed_{k}.pt"
-            torch.save(_to_cpu(output), path)
+            path = self.job.out_dir / f"timed_{k}.out"
+            save_output(output, path)
             files.append({"plan": plan.model_dump(), "file": str(path)})
         self.chan.send("result", "timing", rejections=self.rejections, timed_outputs=files, **result)
 

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The GPU checks the open issues still need, in phases of one device call each (<= 10 minutes on
+# an H100/H200 host, offline). Run from the project root with the wheelhouse carried:
+#
+#     scripts/gpu_runbook.sh PHASE        # logs and results under $OUT (or ./gpu-out)
+#
+# Phases (each is independent; the machine starts bare, so each installs the wheelhouse first):
+#   core    issue #11/#14/#16: the harness GPU tests (every CUDA hack case and oracle, timing,
+#           specs, the adversarial sandbox candidate on the GPU, batch judge on a pinned GPU), then
+#           every CUDA case's verdict with timing on (scripts/diag_gpu_cases.py --timing -v)
+#   agent   issue #15/#18: the scripted CUDA demo end to end (wall time per round), the ncu tests,
+#           the ask fixtures recorded (copied to $OUT/ask: put them in tests/data/ncu/) and the ask
+#           GPU test
+#   speed   issue #12: per candidate in an EvalSession at the default size, cold build, for relu,
+#           a reduction and a GEMM of the built-in suite (each phase), 2 runs each
+#   batch   issue #16: judge the level-1 slice (benchmarks/level1_cuda) against its expected
+#           verdicts, then 100 candidates through `batch judge` with the breakdown
+set -uo pipefail
+phase=${1:?usage: scripts/gpu_runbook.sh core|agent|speed|batch}
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 KERNELWRIGHT_HOME=/tmp/kwhome
+python3 -m pip install -q --no-index --find-links .wheelhouse -r .wheelhouse/requirements.txt || exit 5
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+pytest_gpu=(python3 -m pytest -p no:benchmark -o addopts="" -rA)
+
+case "$phase" in
+core)
+    timeout 420 "${pytest_gpu[@]}" -m gpu -n 8 --dist loadgroup --timeout 400 \
+        tests/test_harness_gpu.py tests/test_timing.py tests/test_hardware_specs.py \
+        tests/test_sandbox_adversarial.py tests/test_batch_gpu.py::test_judge_cuda_oracles_on_one_pinned_gpu \
+        2>&1 | tee "$OUT/core-pytest.log" | tail -60
+    timeout 150 python3 scripts/diag_gpu_cases.py --timing -v 2>&1 | tee "$OUT/core-cases.log" | tail -40
+    ;;
+agent)
+    start=$(date +%s)
+    timeout 300 python3 -m kernelwright demo --device cuda --events-json "$OUT/demo-events.jsonl" 2>&1 \
+        | tee "$OUT/agent-demo.log" | tail -40
+    echo "demo: $(( $(date +%s) - start )) s (exit ${PIPESTATUS[0]})" | tee -a "$OUT/agent-demo.log"
+    timeout 120 python3 scripts/record_ask_fixtures.py "$OUT/ask" --arch sm_90 2>&1 | tee "$OUT/ask-record.log" | tail -20
+    timeout 150 "${pytest_gpu[@]}" -m gpu tests/test_ncu_gpu.py tests/test_ask_gpu.py 2>&1 \
+        | tee "$OUT/agent-ncu.log" | tail -30
+    ;;
+speed)
+    # relu's bundled fast form; a reduction and a GEMM in the same fast form from benchmarks/level1_cuda
+    for spec in "relu:" "sum_reduction:benchmarks/level1_cuda/level_1/problem_7/sample_0.py" \
+                "matmul_square:benchmarks/level1_cuda/level_1/problem_15/sample_0.py"; do
+        problem=${spec%%:*}; file=${spec#*:}
+        extra=(--forms cuda_fast); [ -n "$file" ] && extra=(--candidate "$file")
+        timeout 190 python3 scripts/bench_harness.py --device cuda --size default --problem "$problem" \
+            "${extra[@]}" --mode session --runs 2 --out "$OUT/speed-$problem.json" 2>&1 \
+            | tee "$OUT/speed-$problem.log" | tail -25
+    done
+    ;;
+batch)
+    timeout 300 "${pytest_gpu[@]}" -m gpu --timeout 290 tests/test_batch_gpu.py 2>&1 | tee "$OUT/batch-slice.log" | tail -30
+    timeout 280 python3 scripts/bench_batch.py --device cuda --from-slice benchmarks/level1_cuda --n 100 \
+        --cold-builds --out "$OUT/bench-batch" --json "$OUT/bench-batch.json" 2>&1 | tee "$OUT/batch-bench.log" | tail -30
+    ;;
+*)
+    echo "unknown phase $phase (core, agent, speed, batch)" >&2
+    exit 2
+    ;;
+esac
