@@ -52,5 +52,7 @@ def test_tui_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli(["tui", "--resume", "no-such-run"]) == 2
     assert "no run 'no-such-run'" in capsys.readouterr().err
     assert run_cli(["tui", "--report", "missing.ncu-rep"]) == 2
+    assert run_cli(["tui", "relu", "--device", "cpu"]) == 2  # pytest's stdin is no terminal
+    assert "the TUI needs an interactive terminal" in capsys.readouterr().err
     assert run_cli(["tui", "--help"]) == 0
     assert "Watch and steer an optimization run" in capsys.readouterr().out

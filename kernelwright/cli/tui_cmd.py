@@ -6,6 +6,7 @@ imported only when the command runs."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -92,6 +93,11 @@ def register(app: typer.Typer) -> None:
                 model=model,
             )
             request = RunRequest(config=config, approve_plans=approve_plans)
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            raise UsageError(
+                "the TUI needs an interactive terminal",
+                hint="`kernelwright optimize` runs headless (`--events-json` for machines); `demo` shows the loop",
+            )
         app = make_app(settings, request=request, report=report, compare=compare)
         code = app.run()
         return ExitCode.OK if code is None else int(code)
