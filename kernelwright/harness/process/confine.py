@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 from typing import Literal
 
+from kernelwright.harness.process import seccomp
 from kernelwright.harness.process.isolation import Isolation, SandboxMode
 
 # Landlock (include/uapi/linux/landlock.h); the syscall numbers are the same on every architecture.
@@ -289,6 +290,9 @@ def confine(writable: list[Path], mode: SandboxMode, *, cuda: bool = False) -> I
     netns = _network_namespace(notes)
     confined, tcp_denied = _landlock(folders, notes)
     caps = _drop_capabilities(notes)
+    refused = seccomp.install()  # last: the layers above need calls it does not refuse, it needs no-new-privs
+    if refused:
+        notes.append(refused)
     network: Literal["namespace", "landlock-tcp", "none"] = (
         "namespace" if netns else "landlock-tcp" if tcp_denied else "none"
     )
@@ -298,6 +302,7 @@ def confine(writable: list[Path], mode: SandboxMode, *, cuda: bool = False) -> I
         filesystem="landlock" if confined else "none",
         rlimits=rlimits,
         capabilities=caps,  # type: ignore[arg-type]
+        sockets="allowed" if refused else "unix_denied",
         writable=[str(f) for f in folders] + ["/dev (existing devices, not /dev/shm)"],
         notes=notes,
     )
@@ -339,5 +344,6 @@ def probe() -> Isolation:
         filesystem="landlock" if abi >= 1 else "none",
         rlimits={"core": 0} if sys.platform.startswith("linux") else {},
         capabilities="dropped" if os.geteuid() == 0 else "none-held",
+        sockets="unix_denied" if seccomp.supported() else "allowed",
         notes=notes + ([f"Landlock ABI {abi}"] if abi else []),
     )

@@ -158,6 +158,9 @@ class Isolation(BaseModel):
     filesystem: Literal["landlock", "none", "unknown"] = "unknown"
     rlimits: dict[str, int] = Field(default_factory=dict, description="Limits set: core, fsize, nproc.")
     capabilities: Literal["dropped", "none-held", "kept", "unknown"] = "unknown"
+    sockets: Literal["unix_denied", "allowed", "unknown"] = Field(
+        default="unknown", description="unix_denied: a seccomp filter refuses Unix-domain sockets and io_uring."
+    )
     writable: list[str] = Field(default_factory=list, description="Where the worker could write.")
     notes: list[str] = Field(default_factory=list, description="Why a layer is missing.")
 
@@ -172,4 +175,6 @@ class Isolation(BaseModel):
             gaps.append("no Landlock write confinement")
         if not self.rlimits:
             gaps.append("no resource limits")
+        if self.sockets != "unix_denied":
+            gaps.append("no seccomp filter against Unix-domain sockets")
         return gaps
