@@ -278,3 +278,29 @@ def test_the_chart_plots_each_correct_candidate_at_its_round_and_the_best_as_ste
     xs, ys, bx, by = series(progress)
     assert (xs, ys) == ([1, 2, 4, 4], [0.3, 0.7, 2.2, 1.1])  # nothing for the build error or the hack
     assert (bx, by) == ([1, 2, 2, 4, 4], [0.3, 0.3, 0.7, 0.7, 2.2])
+
+
+async def test_the_start_screen_builds_the_run_it_describes(tmp_path: Path) -> None:
+    from kernelwright.problems.loader import builtin_problems
+    from kernelwright.tui.screens.start import StartChoices, StartScreen
+
+    choices = StartChoices(problems=builtin_problems(), runs=[], devices=["cpu"])
+    app = make_app(load_settings(), choices=choices, backend=FakeBackend())
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, StartScreen)
+        screen.query_one("#target").value = "1.3"  # type: ignore[attr-defined]
+        screen.query_one("#rounds").value = "3"  # type: ignore[attr-defined]
+        screen.query_one("#cost").value = "2.5"  # type: ignore[attr-defined]
+        request = screen.build_request()
+        assert request.config.problem == "level1/1_relu" and request.config.device == "cpu"
+        assert (request.config.target, request.config.max_rounds, request.config.max_cost_usd) == (1.3, 3, 2.5)
+        assert request.config.backend == "cpp"
+        screen.query_one("#file").value = str(tmp_path / "missing.py")  # type: ignore[attr-defined]
+        await pilot.press("ctrl+r")  # a bad form is a notification, not a run
+        await pilot.pause()
+        assert isinstance(app.screen, StartScreen)
+        screen.query_one("#file").value = ""  # type: ignore[attr-defined]
+        screen.query_one("#scripted").value = True  # type: ignore[attr-defined]
+        scripted = screen.build_request()
+        assert scripted.config.scripted == "relu-cpu" and scripted.config.size == "small"

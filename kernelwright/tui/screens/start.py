@@ -96,8 +96,10 @@ class StartScreen(Screen[None]):
                 yield Input(placeholder=settings.llm_model, id="model", compact=True)
                 yield Label("Target (x vs torch.compile)", classes="field")
                 yield Input("1.0", id="target", type="number", compact=True)
-                yield Label("Rounds", classes="field")
-                yield Input("8", id="rounds", type="integer", compact=True)
+                yield Label("Rounds · cost budget (USD)", classes="field")
+                with Horizontal(classes="pair"):
+                    yield Input("8", id="rounds", type="integer", compact=True)
+                    yield Input("20", id="cost", type="number", compact=True)
                 yield Checkbox("Scripted LLM (demo: relu)", id="scripted", compact=True)
                 yield Checkbox("Approve each plan", id="approve", compact=True)
                 yield Button("Start (Ctrl+R)", id="start", variant="primary", compact=True)
@@ -152,8 +154,9 @@ class StartScreen(Screen[None]):
         try:
             target = float(self.query_one("#target", Input).value or 1.0)
             rounds = int(self.query_one("#rounds", Input).value or 8)
+            cost = float(self.query_one("#cost", Input).value or 20.0)
         except ValueError as exc:
-            raise UsageError(f"target and rounds must be numbers: {exc}") from exc
+            raise UsageError(f"target, rounds and cost must be numbers: {exc}") from exc
         config = AgentConfig.from_settings(
             settings,
             problem=str(Path(problem).expanduser()) if problem.endswith(".py") else problem,
@@ -161,6 +164,7 @@ class StartScreen(Screen[None]):
             backend=backend if backend != "auto" else ("cuda" if device == "cuda" else "cpp"),
             target=target,
             max_rounds=rounds,
+            max_cost_usd=cost,
             model=self.query_one("#model", Input).value.strip() or None,
         )
         return RunRequest(config=config, approve_plans=approve)
