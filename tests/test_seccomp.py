@@ -5,6 +5,7 @@ socketpair, threads, a compiler subprocess, torch."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import sys
@@ -58,10 +59,8 @@ def test_unix_sockets_and_io_uring_are_refused_and_the_rest_works(tmp_path: Path
     server.settimeout(5)
 
     def accept() -> None:
-        try:
+        with contextlib.suppress(OSError):
             accepted.append(server.accept())
-        except OSError:
-            pass
 
     waiter = threading.Thread(target=accept, daemon=True)
     waiter.start()
