@@ -26,9 +26,17 @@ def test_footprint_reads_default_shapes_without_allocating() -> None:
 
 def test_the_estimate_counts_every_copy() -> None:
     footprint = measure(resolve_problem("relu"), "default")
+    size = footprint.input_bytes
     need = estimate(footprint, EvalOptions(device="cpu"), scratch_in_ram=True)
-    assert need.host_bytes > 10 * footprint.input_bytes  # trials x (inputs + outputs) and the workers' copies
-    assert "expected outputs" in need.describe()
+    assert need.parts["scratch files"] == 4 * size  # outputs in flight; inputs are drawn in each process
+    assert need.parts["expected outputs"] >= 8 * size  # every trial's, with no limit known
+    assert need.host_bytes > 20 * size and "expected outputs" in need.describe()
+    capped = estimate(footprint, EvalOptions(device="cpu"), scratch_in_ram=True, available=16 * size)
+    assert capped.parts["expected outputs"] == 4 * size  # the reference's worker recomputes beyond its share
+    in_temp = estimate(footprint, EvalOptions(device="cpu"), scratch_in_ram=False)
+    assert in_temp.parts["scratch files"] == 0
+    gpu = estimate(footprint, EvalOptions(device="cuda"), scratch_in_ram=True)
+    assert gpu.parts["expected outputs"] == 0 and gpu.device_bytes > 8 * size  # held on the device there
 
 
 def test_too_big_is_refused_with_the_figures(monkeypatch: pytest.MonkeyPatch) -> None:

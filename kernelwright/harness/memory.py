@@ -1,10 +1,12 @@
 """How much memory an evaluation will take, decided before anything starts.
 
-An evaluation at a problem's default size holds many copies of its tensors at once: the trial
-inputs and the reference outputs pass through scratch files (in RAM-backed /dev/shm when it has
-room), the harness keeps every trial's expected outputs, the reference worker runs the model in
-fp32 and fp64, and the candidate's worker holds the rotating timing inputs, the trial inputs and
-the outputs of the candidate and its baselines. On a machine without enough memory the
+An evaluation at a problem's default size holds many copies of its tensors at once: each process
+draws its inputs from seeds (no input is shipped), the candidate's outputs pass through scratch
+files on their way to the reference's worker (in RAM-backed /dev/shm when it has room; each is
+deleted once compared, and the timing phase writes its sampled outputs together), the reference's
+worker keeps the trials' expected outputs (up to a share of the memory, `oracle.CACHE_SHARE`),
+runs the model in fp32 and fp64 and compares in fp64, and the candidate's worker holds the
+rotating timing inputs, the trial inputs and the outputs of the candidate and its baselines. On a machine without enough memory the
 out-of-memory killer ends a worker minutes in; refusing up front, with the figure and the flag
 that fits, is better. The estimate errs on the large side.
 """
@@ -53,22 +55,35 @@ def available_memory() -> int | None:
     return None
 
 
-def estimate(footprint: Footprint, opts: EvalOptions, scratch_in_ram: bool) -> MemoryEstimate:
+# Outputs in flight as files at once: the timing phase writes its sampled outputs together.
+OUTPUT_FILES_AT_ONCE = 4
+HELD_SHARE = 0.25  # the reference's worker holds expected outputs up to this share (oracle.CACHE_SHARE)
+
+
+def estimate(
+    footprint: Footprint, opts: EvalOptions, scratch_in_ram: bool, available: int | None = None
+) -> MemoryEstimate:
     inputs = footprint.largest_input_bytes
     outputs = footprint.output_bytes if footprint.output_bytes is not None else inputs
     params = footprint.param_bytes
     trials = len(plan_trials(opts.trials, len(footprint.variants), 0))
     timing_sets = min(opts.timing_plan.input_sets, max(1, opts.timing_plan.memory_budget_bytes // max(inputs, 1)))
     on_host = opts.device == "cpu"
+    held = trials * outputs
+    if on_host and available is not None:
+        held = min(held, int(HELD_SHARE * available))  # beyond it, a trial's reference is recomputed
     parts = {
-        "scratch files": trials * (inputs + outputs) if scratch_in_ram else 0,
-        "expected outputs": trials * outputs,
-        # fp32 and fp64 runs: the trial's inputs and outputs twice over, plus the model in fp64
-        "reference worker": 2 * inputs + 3 * outputs + 3 * params if on_host else 2 * inputs + outputs,
+        "scratch files": OUTPUT_FILES_AT_ONCE * outputs if scratch_in_ram else 0,
+        "expected outputs": held if on_host else 0,
+        # fp32 and fp64 runs (inputs and outputs in both), or a comparison in fp64 (both sides,
+        # and the candidate's output read in), whichever is larger; the model in fp64
+        "reference worker": max(3 * inputs + 3 * outputs, 5 * outputs) + 3 * params
+        if on_host
+        else 2 * inputs + outputs,
         "candidate worker": (timing_sets + 2) * inputs + 3 * outputs + 2 * params if on_host else 2 * inputs + outputs,
         "overhead": FIXED_OVERHEAD_BYTES,
     }
-    device = 0 if on_host else (timing_sets + 2) * inputs + 4 * outputs + 3 * params
+    device = 0 if on_host else (timing_sets + 2) * inputs + 4 * outputs + 3 * params + held
     return MemoryEstimate(parts, device)
 
 
@@ -120,13 +135,13 @@ def _refuse(
 
 def check_memory(problem: Problem, footprint: Footprint, opts: EvalOptions, scratch_in_ram: bool) -> MemoryEstimate:
     """Refuse (exit 5) an evaluation that will not fit this machine's available memory."""
-    need = estimate(footprint, opts, scratch_in_ram)
     have = usable_memory()
+    need = estimate(footprint, opts, scratch_in_ram, have)
     if have is None or fits(need, have):
         return need
     small = None
     if footprint.size == "default" and problem.has_small:
-        small = estimate(measure(problem, "small"), opts, scratch_in_ram)
+        small = estimate(measure(problem, "small"), opts, scratch_in_ram, have)
     raise _refuse(problem, footprint, need, have, small, "")
 
 
