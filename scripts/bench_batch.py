@@ -4,11 +4,24 @@ the wall time and where it went.
 
     PYTHONPATH=$PWD python3 scripts/bench_batch.py --device cuda --n 100 [--size default] [--out DIR]
     PYTHONPATH=$PWD python3 scripts/bench_batch.py --device cuda --candidates DIR --problems level1
+    PYTHONPATH=$PWD python3 scripts/bench_batch.py --device cuda --candidates benchmarks/level1_cuda \
+        --expected benchmarks/level1_cuda/expected.json
+    PYTHONPATH=$PWD python3 scripts/bench_batch.py --device cuda --from-slice benchmarks/level1_cuda --n 100 --cold-builds
 
 Without --candidates it lays out the bundled oracles of the device's backend (`cuda` or `cpp`) as
 KernelBench generations (level_N/problem_ID/sample_K.py), repeating them until there are N: our
 own candidates, with verdicts known in advance (mismatches are listed). A repeated oracle's kernel
 is cached after its first build unless --cold-builds makes every sample's kernel source distinct.
+
+--from-slice DIR does the same with a folder of candidates and its manifest, DIR/expected.json (a
+list of {"file", "problem", "expected", "reason", "note"}, files relative to DIR; see
+benchmarks/level1_cuda): its files, in manifest order, repeated until there are N, each copy
+with a distinct kernel source and, for `load_kernels` files, a distinct library name when
+--cold-builds is given. --candidates DIR judges a folder as it is; with --expected FILE (such a
+manifest, files relative to DIR) the verdicts are checked against it, and the problems judged
+default to the manifest's. An `incorrect` expected with output_mismatch also accepts
+nonfinite_output, and the reverse (a wrong kernel may produce either).
+
 The batch folder is resumable: if one call is not enough (a device lease running out), run the
 same command again and the figure covers both calls (the report's wall time sums the
 invocations). Prints one JSON document (also written with --json).
@@ -23,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -39,38 +53,97 @@ from kernelwright.tools.batch.judge_mode import run_judge
 from kernelwright.tools.batch.results import read_records
 from kernelwright.tools.batch.spec import JudgeSpec, plan_slots, visible_gpus
 
+Expected = dict[str, tuple[str, str | None]]  # relative path -> (verdict, reason)
 
-def lay_out_oracles(root: Path, device: str, n: int, cold: bool) -> tuple[list[str], dict[str, tuple[str, str | None]]]:
-    """N candidate files from the bundled oracles; (problem refs, expected verdict by relative path)."""
-    backend = "cuda" if device == "cuda" else "cpp"
-    oracles = [s for s in all_solutions() if s.backend == backend]
-    if not oracles:
-        sys.exit(f"no bundled {backend} oracles")
-    expected: dict[str, tuple[str, str | None]] = {}
+# A wrong kernel's outputs may be finite and wrong or not finite at all, depending on the inputs.
+_WRONG_OUTPUT = {"output_mismatch", "nonfinite_output"}
+_LIBRARY_NAME = re.compile(r"""(load_kernels\(\s*)(["'])([^"']+)\2""")
+
+
+def distinct_source(source: str, k: int) -> str:
+    """Copy `k` of a candidate, made distinct for the content-addressed build cache: a comment
+    before the first #include of its kernel source and, for a `load_kernels` file, the library
+    name suffixed `_b<k>` (so no two copies share a build or a library name)."""
+    source = source.replace("#include", f"// bench sample {k}\n#include", 1)
+    return _LIBRARY_NAME.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(3)}_b{k}{m.group(2)}", source, count=1)
+
+
+def _lay_out(
+    root: Path, n: int, cold: bool, items: list[tuple[str, Path, tuple[str, str | None]]]
+) -> tuple[list[str], Expected]:
+    """N candidate files from `items` (problem ref, file, expected), repeated in order as
+    KernelBench generations (level_N/problem_ID/sample_K.py); (problem refs, expected by path)."""
+    expected: Expected = {}
     samples: Counter[str] = Counter()
     problems: list[str] = []
     for k in range(n):
-        oracle = oracles[k % len(oracles)]
-        problem = resolve_problem(oracle.problem)
+        ref, path, verdict = items[k % len(items)]
+        problem = resolve_problem(ref)
         sample = samples[problem.qualified]
         samples[problem.qualified] += 1
         rel = f"level_{problem.level}/problem_{problem.id}/sample_{sample}.py"
-        source = oracle.path.read_text()
+        source = path.read_text()
         if cold:  # a distinct kernel source: the content-addressed build cache cannot answer it
-            source = source.replace("#include", f"// bench sample {k}\n#include", 1)
+            source = distinct_source(source, k)
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(source)
-        expected[rel] = (oracle.expected, oracle.reason)
+        expected[rel] = verdict
         if problem.qualified not in problems:
             problems.append(problem.qualified)
     return problems, expected
 
 
+def lay_out_oracles(root: Path, device: str, n: int, cold: bool) -> tuple[list[str], Expected]:
+    """N candidate files from the bundled oracles; (problem refs, expected verdict by relative path)."""
+    backend = "cuda" if device == "cuda" else "cpp"
+    oracles = [s for s in all_solutions() if s.backend == backend]
+    if not oracles:
+        sys.exit(f"no bundled {backend} oracles")
+    return _lay_out(root, n, cold, [(o.problem, o.path, (o.expected, o.reason)) for o in oracles])
+
+
+def read_manifest(path: Path) -> list[dict[str, Any]]:
+    """A slice's expected.json: [{"file", "problem", "expected", "reason", "note"}, ...]."""
+    try:
+        entries = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        sys.exit(f"{path}: cannot read the manifest: {exc}")
+    if not isinstance(entries, list) or not all(
+        isinstance(e, dict) and {"file", "problem", "expected"} <= e.keys() for e in entries
+    ):
+        sys.exit(f"{path}: not a list of {{file, problem, expected, reason}} objects")
+    return entries
+
+
+def lay_out_slice(root: Path, slice_dir: Path, n: int, cold: bool) -> tuple[list[str], Expected]:
+    """N candidate files from a slice folder and its expected.json, repeated in manifest order."""
+    entries = read_manifest(slice_dir / "expected.json")
+    if not entries:
+        sys.exit(f"{slice_dir / 'expected.json'}: empty")
+    items = [(e["problem"], slice_dir / e["file"], (e["expected"], e.get("reason"))) for e in entries]
+    return _lay_out(root, n, cold, items)
+
+
+def verdict_matches(expected: tuple[str, str | None], got: tuple[str | None, str | None]) -> bool:
+    if tuple(got) == tuple(expected):
+        return True
+    return expected[0] == got[0] == "incorrect" and expected[1] in _WRONG_OUTPUT and got[1] in _WRONG_OUTPUT
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
-    parser.add_argument("--n", type=int, default=100, help="candidates to lay out from the oracles")
+    parser.add_argument("--n", type=int, default=100, help="candidates to lay out (oracles or --from-slice)")
     parser.add_argument("--candidates", type=Path, help="judge this folder instead of the oracles")
+    parser.add_argument(
+        "--expected",
+        type=Path,
+        default=None,
+        help="with --candidates: a manifest (expected.json) to check verdicts against",
+    )
+    parser.add_argument(
+        "--from-slice", type=Path, default=None, help="lay out N candidates from this folder and its expected.json"
+    )
     parser.add_argument("--problems", nargs="*", default=None, help="problem sets (with --candidates)")
     parser.add_argument("--size", choices=("default", "small"), default="default")
     parser.add_argument("--baselines", default="eager,compile")
@@ -81,11 +154,23 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
 
+    if args.candidates and args.from_slice:
+        parser.error("--candidates and --from-slice are alternatives")
+    if args.expected and not args.candidates:
+        parser.error("--expected goes with --candidates (--from-slice reads its folder's expected.json)")
     work = Path(tempfile.mkdtemp(prefix="kw-bench-batch-"))
     out = args.out or work / "batch"
-    expected: dict[str, tuple[str, str | None]] = {}
+    expected: Expected = {}
     if args.candidates:
         candidates, problems = args.candidates, args.problems or ["builtin"]
+        if args.expected:
+            entries = read_manifest(args.expected)
+            expected = {e["file"]: (e["expected"], e.get("reason")) for e in entries}
+            if args.problems is None:
+                problems = list(dict.fromkeys(e["problem"] for e in entries))
+    elif args.from_slice:
+        candidates = work / "candidates"
+        problems, expected = lay_out_slice(candidates, args.from_slice, args.n, args.cold_builds)
     else:
         candidates = work / "candidates"
         problems, expected = lay_out_oracles(candidates, args.device, args.n, args.cold_builds)
@@ -121,10 +206,18 @@ def main() -> int:
         phases.update({k: v for k, v in r.phases.items() if k != "build"})
     totals = [r.seconds for r in records]
     mismatches = [
-        {"candidate": r.candidate, "got": [r.verdict, r.reason], "expected": list(expected[r.candidate])}
+        {
+            "candidate": r.candidate,
+            "problem": r.problem,
+            "got": [r.verdict, r.reason],
+            "expected": list(expected[r.candidate]),
+            "message": (r.message or "")[:300],
+        }
         for r in records
-        if r.candidate in expected and (r.verdict, r.reason) != expected[r.candidate]
+        if r.candidate in expected and not verdict_matches(expected[r.candidate], (r.verdict, r.reason))
     ]
+    judged = {r.candidate for r in records}
+    not_judged = sorted(rel for rel in expected if rel not in judged)
     report = json.loads((out / "report.json").read_text())
     doc: dict[str, Any] = {
         "device": args.device,
@@ -145,7 +238,9 @@ def main() -> int:
         "outside_candidates_s": round(len(slots) * wall - sum(totals), 1),
         "verdicts": report["verdicts"],
         "fast_p": report["fast_p"],
+        "expected_checked": sum(r.candidate in expected for r in records),
         "expected_mismatches": mismatches,
+        "expected_not_judged": not_judged,
         "exit_code": outcome.exit_code,
         "out": str(out),
     }

@@ -4,6 +4,7 @@ plan's resume rules, worker slots, exit codes, and the missing-Ray error."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -11,6 +12,8 @@ import pytest
 
 from kernelwright.cli import main
 from kernelwright.errors import UsageError
+from kernelwright.harness.reasons import lookup
+from kernelwright.harness.verdicts import Reason, Verdict
 from kernelwright.problems import resolve_problem
 from kernelwright.problems.solutions_index import SOLUTIONS
 from kernelwright.tools.batch.engine import exit_code_of, plan_judge
@@ -20,6 +23,7 @@ from kernelwright.tools.batch.results import BatchRecord, Manifest, ResultsFile,
 from kernelwright.tools.batch.spec import JudgeSpec, plan_slots, visible_gpus
 
 RELU_FAST = SOLUTIONS / "relu" / "cpp_fast.py"
+LEVEL1_CUDA = Path(__file__).resolve().parent.parent / "benchmarks" / "level1_cuda"
 
 
 def run_cli(argv: list[str]) -> int:
@@ -84,6 +88,30 @@ def test_candidates_are_matched_by_level_id_or_name_and_the_rest_reported(tmp_pa
     assert set(why) == {"level_1/problem_999/sample_0.py", "problem_1/sample_0.py", "somewhere/else/kernel.py"}
     assert "no level 1 problem id 999" in why["level_1/problem_999/sample_0.py"]
     assert "ambiguous" in why["problem_1/sample_0.py"]
+
+
+def test_level1_cuda_slice_matches_its_manifest() -> None:
+    """benchmarks/level1_cuda: every file is listed in expected.json (and every listed file
+    exists), the layout matcher gives each the manifest's built-in problem with nothing
+    unmatched, and the expected verdicts and reasons are the harness's own values."""
+    entries = json.loads((LEVEL1_CUDA / "expected.json").read_text())
+    listed = [e["file"] for e in entries]
+    assert len(listed) == len(set(listed)), "a file listed twice"
+    on_disk = sorted(p.relative_to(LEVEL1_CUDA).as_posix() for p in LEVEL1_CUDA.rglob("*.py"))
+    assert sorted(listed) == on_disk
+    matched = match_candidates(resolve_problem_set(["level1"]).problems, LEVEL1_CUDA)
+    assert matched.unmatched == []
+    got = {c.rel: problem for problem, files in matched.by_problem.items() for c in files}
+    assert got == {e["file"]: e["problem"] for e in entries}
+    for e in entries:
+        verdict = Verdict(e["expected"])
+        assert verdict in (Verdict.CORRECT, Verdict.INCORRECT, Verdict.REJECTED), e["file"]
+        if verdict == Verdict.CORRECT:
+            assert e["reason"] is None, e["file"]
+        else:
+            assert lookup(Reason(e["reason"]).value).verdict == verdict, e["file"]
+        assert e["note"].strip(), e["file"]
+    assert len({e["problem"] for e in entries if e["expected"] == "correct"}) >= 25
 
 
 def test_problem_set_from_levels_lists_and_folders_with_a_malformed_file(tmp_path: Path) -> None:
