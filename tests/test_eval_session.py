@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,36 @@ def test_a_baseline_that_kills_its_worker_is_a_problem_error_not_the_candidates_
     ):
         session.evaluate([candidate])
     assert "before the candidate was loaded" in str(caught.value)
+
+
+def test_several_candidates_in_one_call_start_the_next_worker_while_one_is_judged(
+    tmp_path: Path, shared_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #12: with several candidates, the next one's worker starts while the current one is
+    built and checked (live.quiet stops it during the current one's measurements), so no
+    candidate after the first waits for a worker to start; no worker is left over."""
+    from kernelwright.harness import session as session_module
+
+    started: list[float] = []
+    finished: list[float] = []
+    real_start, real_one = session_module._start_worker, session_module._evaluate_one
+
+    def start(*args: object, **kwargs: object) -> object:
+        started.append(time.monotonic())
+        return real_start(*args, **kwargs)  # type: ignore[arg-type]
+
+    def one(*args: object, **kwargs: object) -> object:
+        try:
+            return real_one(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            finished.append(time.monotonic())
+
+    monkeypatch.setattr(session_module, "_start_worker", start)
+    monkeypatch.setattr(session_module, "_evaluate_one", one)
+    paths = [write_case(tmp_path, f"correct_{k}", CORRECT.source()) for k in range(3)]
+    with EvalSession(resolve_problem("relu"), harness_options(shared_home, "cpu")) as session:
+        assert session.prefetch
+        results = session.evaluate(paths)
+        assert session._spare is None  # none started for a candidate that does not exist
+    assert [r.verdict.value for r in results] == ["correct"] * 3
+    assert len(started) == 3 and started[1] < finished[0] and started[2] < finished[1]

@@ -135,6 +135,37 @@ def _refuse(
     )
 
 
+def room_for_a_second_worker(need: MemoryEstimate) -> bool:
+    """Whether a second candidate worker (the next candidate's, started ahead) fits beside the
+    estimate: its host share again, and on a GPU its device share again within the device."""
+    have = usable_memory()
+    extra = need.parts.get("candidate worker", 0)
+    if have is not None and need.host_bytes + extra > have * USABLE_FRACTION:
+        return False
+    if need.device_bytes:
+        device = _device_memory()
+        if device is not None and 2 * need.device_bytes > device * USABLE_FRACTION:
+            return False
+    return True
+
+
+def _device_memory() -> int | None:
+    """The GPU's memory as the driver reports it (without creating a CUDA context here)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits", "-i", "0"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout
+        return int(out.split()[0]) << 20
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+
+
 def check_memory(problem: Problem, footprint: Footprint, opts: EvalOptions, scratch_in_ram: bool) -> MemoryEstimate:
     """Refuse (exit 5) an evaluation that will not fit this machine's available memory."""
     have = usable_memory()

@@ -435,9 +435,10 @@ def _run_work_share(
             firsts.setdefault(plan.variant, plan)
     plans = list(firsts.values())
     request.plans = plans
-    worker.send(f"workshare {request.model_dump_json()}")
     limit = max(ctx.opts.run_timeout_s, 40 * len(plans) * ctx.call_limit_s())
-    outcome = worker.expect("workshare", min(limit, 4 * ctx.opts.run_timeout_s))
+    with live.quiet(keep=worker):  # a profile is a measurement too: the next worker and builds wait
+        worker.send(f"workshare {request.model_dump_json()}")
+        outcome = worker.expect("workshare", min(limit, 4 * ctx.opts.run_timeout_s))
     result.phase_seconds["work_share"] = outcome.seconds
     early = judge.run_failure(outcome, Reason.CORRECTNESS_TIMEOUT)
     if early is not None:
@@ -563,6 +564,9 @@ class EvalSession:
         self._count = 0
         self._spare: tuple[Path, WorkerProcess] | None = None
         self._spare_ready = False
+        # With several candidates in one call, the next one's worker starts while this one is
+        # built and checked (live.quiet stops it while this one times), where memory allows two.
+        self.prefetch = memory.room_for_a_second_worker(self.memory)
         opts.say(
             f"{problem.qualified}: drawing {len(self.ctx.trials)} trials and running the reference on {opts.device}"
         )
@@ -604,10 +608,21 @@ class EvalSession:
             opts.say(f"building {len(runnable)} candidates in parallel")
             _build_all(ctx, runnable)
         results = []
+        needing = sum(judge.static_rejection(a) is None for a in analyses)
         for path, source, analysis in zip(candidates, sources, analyses, strict=True):
             start = time.perf_counter()
             opts.say(f"{path.name}: building and loading ({analysis.backend})")
-            result, workdir = _evaluate_one(ctx, path, source, analysis, self._acquire)
+            more = needing > 1 if judge.static_rejection(analysis) is None else False
+            if judge.static_rejection(analysis) is None:
+                needing -= 1
+
+            def acquire(more: bool = more) -> tuple[Path, WorkerProcess]:
+                got = self._acquire()
+                if more and self.prefetch and self._spare is None:
+                    self._start_spare()  # the next candidate's worker, ready when this one is done
+                return got
+
+            result, workdir = _evaluate_one(ctx, path, source, analysis, acquire)
             result = _reverify(ctx, path, source, analysis, result)
             result.phase_seconds["total"] = time.perf_counter() - start
             if opts.out_dir is not None:
@@ -615,6 +630,9 @@ class EvalSession:
             results.append(result)
         if self.warm and self._spare is None:
             self._start_spare()
+        elif not self.warm and self._spare is not None:  # started for a candidate that did not need it
+            self._spare[1].kill()
+            self._spare = None
         return results
 
     def close(self) -> None:
