@@ -22,7 +22,8 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps(report.model_dump(mode="json") | {"ok": not report.failed}, indent=2))
         else:
+            width = max((len(c.name) for c in report.checks), default=0)
             for c in report.checks:
                 fix = f"  -> {c.fix}" if c.fix and c.level is not Level.OK else ""
-                typer.echo(f"{c.level.value:<4} {c.name:<14} {c.detail}{fix}")
+                typer.echo(f"{c.level.value:<4} {c.name:<{width}} {c.detail}{fix}")
         return ExitCode.ENVIRONMENT if report.failed else ExitCode.OK

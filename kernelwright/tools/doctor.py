@@ -233,7 +233,18 @@ def check_sandbox() -> list[Check]:
         level=Level.OK if found.rlimits else Level.WARN,
         detail="core dumps off, file size and process count limited" if found.rlimits else "not Linux: no limits",
     )
-    return [env, network, files, limits]
+    sockets = (
+        Check(name="sandbox sockets", level=Level.OK, detail="seccomp: Unix-domain sockets and io_uring refused")
+        if found.sockets == "unix_denied"
+        else Check(
+            name="sandbox sockets",
+            level=Level.WARN,
+            detail="no seccomp filter on this platform: socket files (an SSH agent, a Docker daemon) are reachable"
+            + strict,
+            fix="Linux on x86_64 or aarch64",
+        )
+    )
+    return [env, network, files, sockets, limits]
 
 
 def run_checks() -> DoctorReport:
