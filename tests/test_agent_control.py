@@ -212,3 +212,30 @@ def test_a_bad_gpu_budget_is_a_usage_error() -> None:
 
     with pytest.raises(UsageError, match="--max-gpu-time must be positive"):
         config(max_gpu_s=0.0)
+
+
+def test_a_second_process_cannot_drive_a_run_in_progress() -> None:
+    """Two drivers of one run's checkpoints (an `optimize --resume` beside a `tui --resume`) would
+    interleave their steps: the second is refused while the first holds the run."""
+    from kernelwright.errors import UsageError
+    from tests.tui_helpers import GatedEvaluator
+
+    gate = GatedEvaluator()
+    session = ScriptedSession(TWO_ROUNDS)  # type: ignore[arg-type]
+    cfg = config(max_rounds=1)
+    box: dict[str, Any] = {}
+    thread = threading.Thread(
+        target=lambda: box.setdefault("outcome", runner.run(cfg, models(session), gate, scripted=session)),  # type: ignore[arg-type]
+        daemon=True,
+    )
+    thread.start()
+    for _ in range(600):  # until the first run is inside its evaluation (30 s at most)
+        if gate.waiting:
+            break
+        threading.Event().wait(0.05)
+    other = ScriptedSession(TWO_ROUNDS)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=f"run {cfg.run_id} is in progress in process"):
+        runner.run(cfg, models(other), FakeEvaluator(), scripted=other, resume=True)  # type: ignore[arg-type]
+    gate.allow()
+    thread.join(TIMEOUT)
+    assert box["outcome"].finished

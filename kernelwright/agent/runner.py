@@ -260,7 +260,27 @@ def run(
 ) -> RunOutcome:
     """Run (or resume) the graph to its end; the outcome says how it stopped. Memory is `memory`
     when given, else the config's database (`config.memory` off: none). `control` is a frontend's
-    steering (see `control.py`); without one the run never pauses."""
+    steering (see `control.py`); without one the run never pauses. One process at a time drives a
+    run (a second one is a UsageError)."""
+    with runs.exclusive(config.run_dir):
+        return _run(
+            config, models, evaluator, resume, subscribers, scripted, hints, profiler, profiler_missing, memory, control
+        )
+
+
+def _run(
+    config: AgentConfig,
+    models: dict[str, BaseChatModel],
+    evaluator: Evaluator,
+    resume: bool,
+    subscribers: tuple[Callable[[_Event], None], ...],
+    scripted: ScriptedSession | None,
+    hints: tuple[str, ...],
+    profiler: Profiler | None,
+    profiler_missing: str,
+    memory: Memory | None,
+    control: RunControl | None,
+) -> RunOutcome:
     run_dir = config.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
     if not resume:

@@ -12,10 +12,14 @@ trajectory.json      every event (versioned);  summary.json  the outcome (versio
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import json
 import logging
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +104,31 @@ def load_config(runs_dir: Path, run_id: str, **overrides: Any) -> AgentConfig:
     data = {k: v for k, v in data.items() if k in known}
     data.update({k: v for k, v in overrides.items() if v is not None})
     return AgentConfig(**data)
+
+
+@contextlib.contextmanager
+def exclusive(run_dir: Path) -> Iterator[None]:
+    """Hold the run folder for one process: two processes driving one run's checkpoints (an
+    `optimize --resume` beside a `tui --resume`) would interleave their steps. An advisory lock on
+    run_dir/.lock, released when the process ends however it ends."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with open(run_dir / ".lock", "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise UsageError(
+                f"run {run_dir.name} is in progress in {holder}", hint="wait for it to stop, then resume it"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"process {os.getpid()}")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def write_summary(run_dir: Path, summary: dict[str, Any]) -> None:
