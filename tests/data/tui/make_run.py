@@ -64,7 +64,7 @@ def main() -> None:
 
     out = HERE / "run"
     shutil.rmtree(out, ignore_errors=True)
-    shutil.copytree(cfg.run_dir, out, ignore=shutil.ignore_patterns("checkpoints.sqlite*", "results"))
+    shutil.copytree(cfg.run_dir, out, ignore=shutil.ignore_patterns("checkpoints.sqlite*", "results", ".lock"))
     run_dir = str(cfg.run_dir)
     base = dt.datetime(2026, 11, 24, 12, 0, 0, tzinfo=dt.UTC)
     trajectory = json.loads((out / "trajectory.json").read_text())
