@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelwright.agent.configuration import AgentConfig, RoleModel
+from kernelwright.agent.events import _Event, parse_event
 from kernelwright.agent.state import CandidateRecord, ProfileRecord
 from kernelwright.errors import UsageError
 from kernelwright.harness.process.isolation import redact
@@ -134,6 +135,19 @@ def exclusive(run_dir: Path) -> Iterator[None]:
 def write_summary(run_dir: Path, summary: dict[str, Any]) -> None:
     doc = {"schema_version": SUMMARY_SCHEMA_VERSION, **summary}
     (run_dir / "summary.json").write_text(redact(json.dumps(doc, indent=2)))  # an error line can quote a key
+
+
+def read_events(run_dir: Path) -> list[_Event]:
+    """A run's events from its trajectory.json, in order (none when it has none yet); an event of a
+    kind this version does not know is skipped, the rest still read."""
+    doc = _read_object(run_dir / "trajectory.json")
+    events = []
+    for item in (doc or {}).get("events", []):
+        try:
+            events.append(parse_event(item))
+        except ValueError:
+            continue
+    return events
 
 
 def read_summary(run_dir: Path) -> dict[str, Any] | None:

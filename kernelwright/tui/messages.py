@@ -8,6 +8,15 @@ from textual.message import Message
 
 from kernelwright.agent.events import _Event
 from kernelwright.agent.runner import RunOutcome
+from kernelwright.errors import KernelwrightError
+
+
+def one_line(error: BaseException) -> str:
+    """How an error that ended a run shows: a KernelwrightError's line, else its type and first line."""
+    if isinstance(error, KernelwrightError):
+        return error.one_line()
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
 @dataclass

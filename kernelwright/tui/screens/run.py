@@ -11,7 +11,6 @@ trajectory.json, read-only (export, branch and report chat still work).
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import time
 from pathlib import Path
@@ -23,13 +22,13 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
+from kernelwright.agent import runs
 from kernelwright.agent.configuration import new_run_id
-from kernelwright.agent.events import _Event, parse_event
+from kernelwright.agent.events import _Event
 from kernelwright.agent.progress import Candidate, RunProgress
 from kernelwright.agent.runner import RunOutcome
-from kernelwright.errors import KernelwrightError
 from kernelwright.tui.launch import RunRequest, RunThread
-from kernelwright.tui.messages import AgentEvent, RunEnded
+from kernelwright.tui.messages import AgentEvent, RunEnded, one_line
 from kernelwright.tui.screens.plan import PlanAnswer, PlanScreen
 from kernelwright.tui.screens.prompt import ConfirmScreen, PromptScreen
 from kernelwright.tui.widgets.candidates import CandidateTree
@@ -42,32 +41,6 @@ if TYPE_CHECKING:
     from kernelwright.tui.app import KernelwrightApp
 
 log = logging.getLogger(__name__)
-
-
-def recorded_events(run_dir: Path) -> list[_Event]:
-    """A run's events from its trajectory.json (empty when it has none yet)."""
-    path = run_dir / "trajectory.json"
-    if not path.is_file():
-        return []
-    try:
-        raw = json.loads(path.read_text()).get("events", [])
-    except (OSError, json.JSONDecodeError, AttributeError) as exc:
-        log.warning("%s unreadable: %s", path, exc)
-        return []
-    events = []
-    for item in raw:
-        try:
-            events.append(parse_event(item))
-        except ValueError:
-            continue  # an event of a newer kind: the rest still shows
-    return events
-
-
-def one_line(error: BaseException) -> str:
-    if isinstance(error, KernelwrightError):
-        return error.one_line()
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
 class RunScreen(Screen[None]):
@@ -130,7 +103,7 @@ class RunScreen(Screen[None]):
         self.title = f"kernelwright · {self.config.problem}{scripted}"
         self.sub_title = self.config.run_id + (" · read-only" if self.read_only else "")
         if self._replay is not None or self.read_only:
-            events = self._replay if self._replay is not None else recorded_events(self.config.run_dir)
+            events = self._replay if self._replay is not None else runs.read_events(self.config.run_dir)
             if self.request.replay_events is not None:
                 events = events[: self.request.replay_events]
             for event in events:
