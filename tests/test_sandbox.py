@@ -162,10 +162,11 @@ def test_doctor_reports_the_sandbox_layers() -> None:
     from kernelwright.tools.doctor import check_sandbox
 
     checks = {c.name: c for c in check_sandbox()}
-    assert set(checks) == {"sandbox env", "sandbox net", "sandbox files", "sandbox limits"}
+    assert set(checks) == {"sandbox env", "sandbox net", "sandbox files", "sandbox sockets", "sandbox limits"}
     found = confine.probe()
     assert (checks["sandbox net"].level.value == "OK") == (found.network == "namespace")
     assert (checks["sandbox files"].level.value == "OK") == (found.filesystem == "landlock")
+    assert (checks["sandbox sockets"].level.value == "OK") == (found.sockets == "unix_denied")
     for check in checks.values():
         assert check.level.value == "OK" or check.fix or check.name == "sandbox limits"
 
