@@ -11,7 +11,7 @@ from kernelwright.harness import judge
 from kernelwright.harness.checks.static.analysis import analyze_candidate
 from kernelwright.harness.result import EvalResult
 from kernelwright.harness.verdicts import Reason, Verdict
-from tests.test_static_analysis import CUDA_SRC, cuda_candidate
+from tests.test_static_analysis import CPP_OMP, CUDA_SRC, cuda_candidate
 
 OWN = "relu_kernel(float const*, float*, int)"
 GEMM = "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32"
@@ -188,3 +188,30 @@ def test_an_extension_doing_less_work_while_timed_is_a_profile_mismatch_on_the_c
     assert judged({"k.relu": 27e-6}, {"k.relu": 11.7e-6}).verdict == Verdict.CORRECT  # measured, honest
     assert judged({"k.relu": 330e-6}, {"k.relu": 65e-6}, ops_inside=30).verdict == Verdict.CORRECT  # profiler cost
     assert judged({"k.relu": 4e-6}, {"k.relu": 0.5e-6}).verdict == Verdict.CORRECT  # too short to judge
+
+
+def test_engineering_on_the_cpu_counts_the_fastest_calls_not_their_fixed_costs() -> None:
+    """A token call on one element beside PyTorch's op can look like 0.2 ms of profiled own time
+    on a loaded CPU (region and wake-up costs); its fastest call says 5 us: still a fallback.
+    A real epilogue's fastest calls carry its work and it stays accepted."""
+
+    def cpu_share(own_ms: float, fastest_s: float, calls: int = 4, ops_inside: float = 1.0) -> dict[str, Any]:
+        return _share(
+            own_ms=own_ms,
+            library_ms=3.0,
+            reference_ms=3.0,
+            device="cpu",
+            output_pass_ms=2.0,
+            forward_calls=calls,
+            ext_calls_by_function={"kit.relu_forward": calls},
+            extension_fastest_s={"kit.relu_forward": fastest_s},
+            ops_inside_per_call=ops_inside,
+        )
+
+    token = _judge([cpu_share(own_ms=0.2, fastest_s=15e-6)], policy="engineering", source=CPP_OMP)
+    assert (token.verdict, token.reason) == (Verdict.REJECTED, Reason.TORCH_FALLBACK), token.message
+    assert "0.0050 ms per call" in token.message  # 15 us less 10 us of profiler cost for its one ATen op
+    epilogue = _judge([cpu_share(own_ms=1.2, fastest_s=1.0e-3)], policy="engineering", source=CPP_OMP)
+    assert epilogue.verdict == Verdict.CORRECT, epilogue.message
+    no_data = _share(own_ms=0.2, library_ms=3.0, reference_ms=3.0, device="cpu", output_pass_ms=2.0)
+    assert _judge([no_data], policy="engineering", source=CPP_OMP).verdict == Verdict.CORRECT  # as before

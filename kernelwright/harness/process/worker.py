@@ -287,6 +287,7 @@ class CandidateSession:
             for k, plan in enumerate(plans):
                 inputs = self._draw(plan)
                 calls_before = sum(self.recorder.calls.values())
+                counts_before = dict(self.recorder.calls)
                 kept: list[Any] = [None, 0, 0.0]  # the last output, how many forwards ran, their host seconds
 
                 def call(inputs: list[Any] = inputs, kept: list[Any] = kept) -> None:
@@ -334,6 +335,11 @@ class CandidateSession:
                         "own_kernels": share.own_kernels,
                         "disowned_kernels": share.disowned,
                         "ext_calls": sum(self.recorder.calls.values()) - calls_before,
+                        "ext_calls_by_function": {
+                            name: n - counts_before.get(name, 0)
+                            for name, n in self.recorder.calls.items()
+                            if n > counts_before.get(name, 0)
+                        },
                         "forward_calls": kept[1],
                         "forward_s": kept[2],
                         "extension_s": self.recorder.seconds - ext_before,
