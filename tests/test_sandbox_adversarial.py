@@ -205,8 +205,18 @@ def test_the_attack_leaks_nothing_on_a_gpu(
     path, targets = _attack(tmp_path, harness_env, listener, header=CUDA_HEADER)
     out = tmp_path / "evidence"
     [result] = evaluate(resolve_problem("relu"), [path], harness_options(shared_home, "cuda", out_dir=out))
-    _assert_nothing_leaked(targets, listener, out)
-    assert result.verdict.value == "correct", result.message  # best-effort: flagged, and the kernel ran on the GPU
-    assert {"network_access", "write_outside_scratch"} <= {f.code for f in result.flags}, result.flags
-    assert result.isolation is not None and result.isolation.env == "scrubbed"
+    assert result.isolation is not None
     print("isolation on this GPU host:", result.isolation.model_dump_json())
+    found = confine.probe()
+    # A CUDA worker gets every layer this machine offers: initialising the driver costs none.
+    assert (result.isolation.network, result.isolation.filesystem) == (found.network, found.filesystem)
+    assert result.isolation.env == "scrubbed" and result.isolation.sockets == found.sockets
+    assert result.verdict.value == "correct", result.message  # best-effort: flagged, and the kernel ran on the GPU
+    flags = {f.code: f.message for f in result.flags}
+    assert {"network_access", "write_outside_scratch"} <= set(flags), result.flags
+    if found.filesystem == "landlock" and found.network != "none":
+        _assert_nothing_leaked(targets, listener, out)
+    else:  # the machine lacks a layer: the result says the attempt was NOT blocked (strict refuses to run)
+        assert "NOT blocked" in " ".join(flags.values())
+        for target in targets:
+            target.unlink(missing_ok=True)

@@ -243,11 +243,11 @@ def _drop_capabilities(notes: list[str]) -> str:
     return "dropped"
 
 
-def _single_threaded() -> bool:
+def _threads() -> int:
     try:
-        return len(os.listdir("/proc/self/task")) == 1
+        return len(os.listdir("/proc/self/task"))
     except OSError:
-        return True
+        return 1
 
 
 def _init_cuda_driver(notes: list[str]) -> None:
@@ -268,8 +268,14 @@ def _init_cuda_driver(notes: list[str]) -> None:
 def confine(writable: list[Path], mode: SandboxMode, *, cuda: bool = False) -> Isolation:
     """Put this process (and all it will start) under every layer the kernel allows. Call once,
     first thing, while the process is single-threaded; `writable` folders are created if needed.
-    With `cuda`, the CUDA driver is initialised first (see `_init_cuda_driver`)."""
+    With `cuda`, the CUDA driver is initialised first (see `_init_cuda_driver`). Its
+    initialisation starts helper threads (one on an H100 host with driver 580): the layers are
+    then put on this thread, which runs the candidate and starts every thread and process it
+    makes; the driver's threads, running driver code, stay as they were (the result's notes say
+    so). A root process still gets its network namespace; a user namespace (non-root) needs a
+    single-threaded process, and TCP is then denied by Landlock alone."""
     notes: list[str] = []
+    threads_before = _threads()
     if cuda:
         _init_cuda_driver(notes)
     folders = []
@@ -282,10 +288,16 @@ def confine(writable: list[Path], mode: SandboxMode, *, cuda: bool = False) -> I
     if not sys.platform.startswith("linux"):
         return Isolation(mode=mode, network="none", filesystem="none", capabilities="kept", notes=["not Linux"])
     rlimits = _rlimits(notes)
-    if not _single_threaded():
-        notes.append("the worker already runs threads: namespaces and Landlock would not cover them")
+    if threads_before > 1:
+        notes.append("the worker already ran threads: namespaces and Landlock would not cover them")
         return Isolation(
             mode=mode, network="none", filesystem="none", rlimits=rlimits, capabilities="kept", notes=notes
+        )
+    driver_threads = _threads() - 1
+    if driver_threads > 0:
+        notes.append(
+            f"the CUDA driver's {driver_threads} helper thread(s), started by its initialisation, are outside "
+            "the layers (they run driver code); this thread and all it starts are inside"
         )
     netns = _network_namespace(notes)
     confined, tcp_denied = _landlock(folders, notes)
