@@ -13,10 +13,13 @@
 #           GPU test
 #   speed   issue #12: per candidate in an EvalSession at the default size, cold build, for relu,
 #           a reduction and a GEMM of the built-in suite (each phase), 2 runs each
+#   ipc     issue #12/#14: what isolation a CUDA worker gets here (probe, and a confined process
+#           after cuInit), the CUDA memory-handle tests, the harness GPU tests and the adversarial
+#           candidate with outputs handed over as handles, then relu at the default size
 #   batch   issue #16: judge the level-1 slice (benchmarks/level1_cuda) against its expected
 #           verdicts, then 100 candidates through `batch judge` with the breakdown
 set -uo pipefail
-phase=${1:?usage: scripts/gpu_runbook.sh core|agent|speed|batch}
+phase=${1:?usage: scripts/gpu_runbook.sh core|agent|speed|ipc|batch}
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 KERNELWRIGHT_HOME=/tmp/kwhome
@@ -47,10 +50,18 @@ speed)
                 "matmul_square:benchmarks/level1_cuda/level_1/problem_15/sample_0.py"; do
         problem=${spec%%:*}; file=${spec#*:}
         extra=(--forms cuda_fast); [ -n "$file" ] && extra=(--candidate "$file")
-        timeout 190 python3 scripts/bench_harness.py --device cuda --size default --problem "$problem" \
+        timeout 300 python3 scripts/bench_harness.py --device cuda --size default --problem "$problem" \
             "${extra[@]}" --mode session --runs 2 --out "$OUT/speed-$problem.json" 2>&1 \
             | tee "$OUT/speed-$problem.log" | tail -25
     done
+    ;;
+ipc)
+    python3 scripts/isolation_report.py 2>&1 | tee "$OUT/isolation.txt"
+    timeout 400 "${pytest_gpu[@]}" -m gpu -n 8 --dist loadgroup --timeout 380 tests/test_cuda_ipc_gpu.py \
+        tests/test_harness_gpu.py tests/test_sandbox_adversarial.py 2>&1 | tee "$OUT/ipc-pytest.log" | tail -50
+    timeout 150 python3 scripts/bench_harness.py --device cuda --size default --problem relu --forms cuda_fast \
+        --mode session --runs 2 --out "$OUT/speed-relu.json" 2>&1 | tee "$OUT/speed-relu.log" | tail -12
+    timeout 100 "${pytest_gpu[@]}" -m gpu --durations=5 tests/test_ask_gpu.py 2>&1 | tee "$OUT/ask-gpu.log" | tail -8
     ;;
 batch)
     timeout 300 "${pytest_gpu[@]}" -m gpu --timeout 290 tests/test_batch_gpu.py 2>&1 | tee "$OUT/batch-slice.log" | tail -30

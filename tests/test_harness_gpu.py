@@ -74,6 +74,7 @@ def test_correct_cuda_kernel_is_timed_against_eager_and_compile(tmp_path: Path, 
         _opts(shared_home, size="default", timing=True, baselines=("eager", "compile")),
     )
     assert result.verdict.value == "correct", result.message
+    assert result.outputs_handed_over == "cuda-ipc"  # device to device, no files (`cuda_ipc`)
     assert {"candidate", "eager", "compile"} <= set(result.timings)
     for name in ("eager", "compile"):
         s = result.speedups[name]

@@ -138,3 +138,16 @@ def test_the_writer_is_watched_by_the_tamper_check() -> None:
     finally:
         outputs.save_output = real  # type: ignore[assignment]
     assert changes and "kernelwright.harness.outputs.save_output" in changes[0][1]
+
+
+def test_a_memory_handle_entry_is_refused_where_outputs_are_compared_on_the_cpu(tmp_path: Path) -> None:
+    """A CUDA memory handle (`cuda_ipc`) is only ever opened for a CUDA comparison; a malformed one
+    is refused before the driver sees it."""
+    node = {"t": "ipc", "dtype": "float32", "shape": [4], "nbytes": 16, "handle": "00" * 64, "offset": 0}
+    _, why = outputs.load_output(_forge(tmp_path / "a.out", {"value": node}, b""))
+    assert why is not None and "compared on the CPU" in why
+    bad = dict(node, nbytes=15)
+    _, why = outputs.load_output(_forge(tmp_path / "b.out", {"value": bad}, b""), "cuda")
+    assert why is not None and "does not take 15 bytes" in why
+    assert outputs.share_output(torch.ones(3), tmp_path / "c.out") is None  # on the CPU: files
+    assert not (tmp_path / "c.out").exists()

@@ -90,6 +90,7 @@ class EvalOptions:
     out_dir: Path | None = None
     sandbox: Literal["strict", "best-effort"] = "best-effort"
     policy: Literal["strict", "engineering"] = "strict"  # see Settings.policy and harness/reasons.py
+    output_ipc: bool = True  # CUDA outputs to the reference's process as memory handles (else files)
     timing_plan: TimingPlan = field(default_factory=TimingPlan)
     progress: Callable[[str], None] | None = field(default=None, compare=False)
 

@@ -10,6 +10,10 @@ bounded and validated (dtypes from an allow-list, shapes whose bytes match their
 inside the file, nesting bounded), tensors made as views of a private read-only mapping and
 copied once, straight to the device that compares them. Compared with `torch.save`/`torch.load`
 (what this replaced), nothing is unpickled and a large output is not copied three times.
+
+On CUDA an output whose tensors all live on the device can instead be handed over in place
+(`share_output`): the file then holds only the description, each tensor an `ipc` entry naming a
+CUDA memory handle and an extent (`cuda_ipc`), and the reader copies it device to device.
 """
 
 from __future__ import annotations
@@ -102,10 +106,50 @@ def save_output(value: Any, path: Path) -> None:
             position = start + tensor.numel() * tensor.element_size()
 
 
+def _describe_shared(value: Any, kept: list[torch.Tensor], depth: int = 0) -> dict[str, Any]:
+    from kernelwright.harness import cuda_ipc
+
+    if isinstance(value, torch.Tensor):
+        tensor = value.detach()
+        if type(tensor) is not torch.Tensor:
+            tensor = tensor.as_subclass(torch.Tensor)
+        name = str(tensor.dtype).removeprefix("torch.")
+        if name not in DTYPES or tensor.layout != torch.strided or not tensor.is_cuda:
+            raise cuda_ipc.IpcError(f"a {tensor.device} {tensor.dtype} {tensor.layout} tensor")
+        tensor = tensor.contiguous()
+        nbytes = tensor.numel() * tensor.element_size()
+        node: dict[str, Any] = {"t": "ipc", "dtype": name, "shape": list(tensor.shape), "nbytes": nbytes}
+        if nbytes:
+            node["handle"], node["offset"] = cuda_ipc.export(tensor)
+            kept.append(tensor)
+        return node
+    if isinstance(value, list | tuple) and depth < _MAX_DEPTH:
+        items = [_describe_shared(v, kept, depth + 1) for v in value]
+        return {"t": "list" if isinstance(value, list) else "tuple", "items": items}
+    return _describe(value, [], [0], depth)
+
+
+def share_output(value: Any, path: Path) -> list[torch.Tensor] | None:
+    """Write `value`'s description with its CUDA tensors as memory handles (no data in the
+    file): the tensors to keep alive until the reference's process has copied them, or None
+    when the value cannot be handed over so (a tensor off the device, memory the driver cannot
+    export), and nothing was written: then `save_output` it."""
+    from kernelwright.harness import cuda_ipc
+
+    kept: list[torch.Tensor] = []
+    try:
+        header = json.dumps({"value": _describe_shared(value, kept)}).encode()
+    except cuda_ipc.IpcError:
+        return None
+    with open(path, "wb") as out:
+        out.write(MAGIC + _LENGTH.pack(len(header)) + header)
+    return kept
+
+
 # -- reading (the reference's process) -------------------------------------------------------------
 class _Reader:
-    def __init__(self, buffer: memoryview, data_start: int, device: str) -> None:
-        self.buffer, self.data_start, self.device = buffer, data_start, device
+    def __init__(self, buffer: memoryview, data_start: int, device: str, counts: dict[str, int]) -> None:
+        self.buffer, self.data_start, self.device, self.counts = buffer, data_start, device, counts
         self.items = 0
 
     def value(self, node: Any, depth: int = 0) -> Any:
@@ -115,6 +159,8 @@ class _Reader:
         kind = node.get("t")
         if kind == "tensor":
             return self.tensor(node)
+        if kind == "ipc":
+            return self.shared(node)
         if kind in ("list", "tuple"):
             items = node.get("items")
             if not isinstance(items, list):
@@ -135,27 +181,52 @@ class _Reader:
             raise UnsafeOutput(f"unexpected {str(node.get('type'))[:60]} in the output")
         raise UnsafeOutput(f"unknown entry {str(kind)[:30]!r} in the output")
 
-    def tensor(self, node: dict[str, Any]) -> torch.Tensor:
+    def _kind(self, node: dict[str, Any]) -> tuple[torch.dtype, list[int], int]:
+        """A tensor entry's dtype, shape and byte count, validated."""
         dtype = DTYPES.get(str(node.get("dtype")))
-        shape, offset, nbytes = node.get("shape"), node.get("offset"), node.get("nbytes")
+        shape, nbytes = node.get("shape"), node.get("nbytes")
         if dtype is None:
             raise UnsafeOutput(f"tensor of dtype {str(node.get('dtype'))[:30]!r}")
         if not (
             isinstance(shape, list) and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
         ):
             raise UnsafeOutput("a tensor's shape is not a list of sizes")
-        if not (isinstance(offset, int) and isinstance(nbytes, int)) or offset < 0 or offset % ALIGN:
-            raise UnsafeOutput("a tensor's extent is malformed")
         numel = 1
         for d in shape:
             numel *= d
         itemsize = torch.empty((), dtype=dtype).element_size()
-        if nbytes != numel * itemsize or nbytes > MAX_OUTPUT_BYTES:
+        if not isinstance(nbytes, int) or nbytes != numel * itemsize or nbytes > MAX_OUTPUT_BYTES:
             raise UnsafeOutput(f"a tensor of shape {shape[:8]} does not take {nbytes} bytes")
+        return dtype, shape, nbytes
+
+    def shared(self, node: dict[str, Any]) -> torch.Tensor:
+        """A tensor handed over as a CUDA memory handle: copied device to device."""
+        from kernelwright.harness import cuda_ipc
+
+        dtype, shape, nbytes = self._kind(node)
+        if self.device != "cuda":
+            raise UnsafeOutput("a CUDA memory handle where the outputs are compared on the CPU")
+        if nbytes == 0:
+            return torch.empty(shape, dtype=dtype, device=self.device)
+        handle, offset = node.get("handle"), node.get("offset")
+        if not isinstance(handle, str) or not isinstance(offset, int) or isinstance(offset, bool):
+            raise UnsafeOutput("a CUDA memory handle without its extent")
+        try:
+            raw = cuda_ipc.open_copy(handle, offset, nbytes)
+        except ValueError as exc:
+            raise UnsafeOutput(f"a CUDA memory handle's extent: {exc}") from exc
+        self.counts["ipc"] = self.counts.get("ipc", 0) + 1
+        return raw.view(dtype).view(shape)
+
+    def tensor(self, node: dict[str, Any]) -> torch.Tensor:
+        dtype, shape, nbytes = self._kind(node)
+        offset = node.get("offset")
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0 or offset % ALIGN:
+            raise UnsafeOutput("a tensor's extent is malformed")
         start = self.data_start + offset
         if start + nbytes > len(self.buffer):
             raise UnsafeOutput("a tensor's bytes run past the end of the file")
-        if numel == 0:
+        if nbytes == 0:
             return torch.empty(shape, dtype=dtype, device=self.device)
         with warnings.catch_warnings():  # the mapping is read-only; nothing writes through this view
             warnings.simplefilter("ignore", UserWarning)
@@ -165,7 +236,7 @@ class _Reader:
         return view.to(self.device, copy=True)
 
 
-def _read(handle: BinaryIO, size: int, device: str) -> Any:
+def _read(handle: BinaryIO, size: int, device: str, counts: dict[str, int]) -> Any:
     if size > MAX_OUTPUT_BYTES:
         raise UnsafeOutput(f"the file is {size} bytes")
     opening = handle.read(len(MAGIC) + _LENGTH.size)
@@ -186,21 +257,23 @@ def _read(handle: BinaryIO, size: int, device: str) -> Any:
     with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as mapped:
         view = memoryview(mapped)
         try:
-            return _Reader(view, data_start, device).value(header["value"])
+            return _Reader(view, data_start, device, counts).value(header["value"])
         finally:
             view.release()
 
 
-def load_output(path: Path, device: str = "cpu") -> tuple[Any, str | None]:
+def load_output(path: Path, device: str = "cpu", counts: dict[str, int] | None = None) -> tuple[Any, str | None]:
     """(the output, None), or (None, why it is not an output): a regular file of the worker's own
     (no link, one name), at most MAX_OUTPUT_BYTES, in the raw format, with tensors copied to
-    `device`."""
+    `device`. A CUDA memory handle the driver does not open raises `cuda_ipc.IpcError` (handing
+    over in place does not work here, or the handle is forged: the caller falls back to files).
+    `counts["ipc"]` counts the tensors copied from memory handles."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         with os.fdopen(fd, "rb") as handle:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
                 raise UnsafeOutput(f"{path.name} is not a regular file of the worker's own")
-            return _read(handle, info.st_size, device), None
+            return _read(handle, info.st_size, device, {} if counts is None else counts), None
     except (OSError, UnsafeOutput, RuntimeError, ValueError, struct.error) as exc:
         return None, f"its saved output could not be read as tensor data: {type(exc).__name__}: {exc}"

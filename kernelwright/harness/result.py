@@ -80,6 +80,11 @@ class EvalResult(BaseModel):
         "and how many timed outputs were checked.",
     )
     build_cached: bool | None = None
+    outputs_handed_over: Literal["cuda-ipc", "files"] | None = Field(
+        default=None,
+        description="How the candidate's outputs reached the reference's process to be compared: CUDA memory "
+        "handles (copied device to device) or files of data.",
+    )
     policy: str = Field(default="strict", description="The policy it was judged under (`strict` or `engineering`).")
     library_share: float | None = Field(
         default=None,

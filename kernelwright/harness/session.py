@@ -54,6 +54,12 @@ class _Context:
     oracle: WorkerProcess | None = None  # the reference's worker: holds the outputs, compares
     lock: threading.Lock = field(default_factory=threading.Lock)
     clean: dict[str, dict[str, float]] | None = None  # the baselines timed in the reference's process
+    # CUDA outputs handed over as memory handles (`cuda_ipc`): untried (None), seen working, or
+    # not working here (files from then on, for the session).
+    ipc: bool | None = None
+
+    def wants_ipc(self) -> bool:
+        return self.opts.device == "cuda" and self.opts.output_ipc and self.ipc is not False
 
     def await_reference(self) -> Outcome:
         """The reference's outcome (waiting for it if it still runs)."""
@@ -124,6 +130,8 @@ class _Context:
                 f"{self.problem.qualified}: the reference's worker failed comparing outputs: {answer.detail}",
                 hint="its log is in the evaluation's scratch folder; `--size small` if it ran out of memory",
             )
+        if answer.message.data.get("handed_over"):
+            self.ipc = True
         return answer.message.data
 
     def env(self) -> dict[str, str]:
@@ -347,6 +355,30 @@ def _cross_check_baselines(ctx: _Context, worker: WorkerProcess, result: EvalRes
     judge.judge_baselines(result, like, slowed, still)
 
 
+def _one_trial(
+    ctx: _Context, worker: WorkerProcess, plan: TrialPlan, repeat: bool, limit: float, workdir: Path
+) -> tuple[Outcome, dict[str, Any] | None]:
+    """Run one trial and compare its output (None when there is nothing to compare): once more
+    with files where the CUDA memory handles it was handed over with did not open."""
+    for attempt in range(2):
+        ipc = ctx.wants_ipc()
+        worker.send(f"trial {TrialRequest(plan=plan, repeat=repeat, ipc=ipc).model_dump_json()}")
+        outcome = worker.expect("trial", limit)
+        report = outcome.message.data if outcome.ok and outcome.message is not None else None
+        if report is None or report.get("fatal") or not judge.needs_comparison(report, ctx.opts.device):
+            return outcome, None
+        comparison = ctx.compare(
+            plan,
+            workdir / f"candidate_{plan.index}.out",
+            workdir / f"candidate_{plan.index}_repeat.out" if repeat else None,
+        )
+        if not (comparison.get("ipc_unavailable") and ipc and attempt == 0):
+            return outcome, comparison
+        ctx.ipc = False  # not here (or a forged handle): files from now on, this trial again
+        log.info("CUDA memory handles did not open (%s): outputs go through files", comparison["ipc_unavailable"])
+    raise AssertionError("unreachable")
+
+
 def _run_trials(
     ctx: _Context, worker: WorkerProcess, path: Path, result: EvalResult, workdir: Path, analysis: CandidateAnalysis
 ) -> EvalResult | None:
@@ -361,14 +393,14 @@ def _run_trials(
     ctx.opts.say(f"{path.name}: checking correctness on {len(plans)} trials ({call_limit:.0f} s per call at most)")
     constants: list[tuple[bool, bool]] = []
     rejections: list[tuple[str, str]] = []
+    handed_over = 0
     start = time.monotonic()
     for k, plan in enumerate(plans):
         repeat = k == 0  # the first trial runs twice: a race shows as two different outputs
         # Triton compiles (and autotunes) at the first call: that call keeps the build's limit.
         jit = k == 0 and analysis.backend == "triton"
         limit = call_limit * (2 if repeat else 1) + (ctx.opts.build_timeout_s if jit else 0.0)
-        worker.send(f"trial {TrialRequest(plan=plan, repeat=repeat).model_dump_json()}")
-        outcome = worker.expect("trial", limit)
+        outcome, comparison = _one_trial(ctx, worker, plan, repeat, limit, workdir)
         early = judge.run_failure(outcome, Reason.CORRECTNESS_TIMEOUT)
         if early is not None:
             result.phase_seconds["correctness"] = time.monotonic() - start
@@ -382,17 +414,14 @@ def _run_trials(
         rejections = report.get("rejections", rejections)
         if report.get("fatal"):
             return _finish(result, Verdict.INCORRECT, Reason.RAISED, str(report["fatal"]))
-        comparison = None
-        if judge.needs_comparison(report, ctx.opts.device):
-            comparison = ctx.compare(
-                plan,
-                workdir / f"candidate_{plan.index}.out",
-                workdir / f"candidate_{plan.index}_repeat.out" if repeat else None,
-            )
+        if comparison is not None:
+            handed_over += int(comparison.get("handed_over", 0))
             constants.append((bool(comparison.get("constant_candidate")), bool(comparison.get("constant_reference"))))
         result.trials.append(judge.trial_result(report, refs[plan.index], comparison, ctx.opts.device))
     result.phase_seconds["correctness"] = time.monotonic() - start
     result.stderr_tail = worker.stderr_tail(3000)
+    if constants:
+        result.outputs_handed_over = "cuda-ipc" if handed_over else "files"
     judge.judge_trials(result, constants, rejections)
     if result.reason == Reason.OUTPUT_MISMATCH and analysis.half_kernels:
         result.message += f"; note: {', '.join(analysis.half_kernels)} compute in half precision in a float32 problem"

@@ -32,6 +32,7 @@ WATCHED_MODULES = (
     "kernelwright.harness.fuzz",
     "kernelwright.harness.build.recorder",
     "kernelwright.harness.outputs",
+    "kernelwright.harness.cuda_ipc",
     "torch.serialization",
     "torch.nn.modules.module",
 )

@@ -41,6 +41,11 @@ class TrialRequest(BaseModel):
 
     plan: TrialPlan
     repeat: bool = False
+    ipc: bool = Field(
+        default=False,
+        description="Hand CUDA outputs over as memory handles (`cuda_ipc`) from this trial on, this one's and "
+        "the profiled and timed calls' outputs too; otherwise as files of data.",
+    )
 
 
 class WorkShareRequest(BaseModel):

@@ -8,7 +8,8 @@ moment, and a sandboxed candidate cannot read another process's memory (Landlock
 
 After its `result reference` message it serves commands on stdin until `stop`:
 - `compare JSON` (`CompareRequest`): read a candidate's output file as data only
-  (`outputs.load_output`, straight onto the device), and compare it with the reference for that plan
+  (`outputs.load_output`, straight onto the device; on CUDA the file may instead name memory
+  handles, copied device to device: `cuda_ipc`), and compare it with the reference for that plan
   (a correctness trial, or an input set the candidate was timed or profiled on, drawn from the
   seed the candidate's worker reports). The answer is the comparison's figures, never the values.
 - `baselines [SPACER_MS]`: time the baselines (eager, torch.compile) as a candidate's worker does,
@@ -153,11 +154,22 @@ class Oracle:
         return output, roundoff
 
     def compare(self, request: CompareRequest) -> dict[str, Any]:
+        from kernelwright.harness.cuda_ipc import IpcError
         from kernelwright.harness.fuzz import compare_outputs, is_constant
         from kernelwright.harness.outputs import load_output
 
         start = time.perf_counter()
-        got, unreadable = load_output(request.path, self.job.device)
+        counts: dict[str, int] = {}
+        try:
+            got, unreadable = load_output(request.path, self.job.device, counts)
+            second, unreadable_second = (
+                load_output(request.repeat_path, self.job.device, counts)
+                if request.repeat_path is not None
+                else (None, None)
+            )
+        except IpcError as exc:  # not here, or a forged handle: the harness goes on with files
+            detail = f"its output could not be opened as CUDA memory handles: {exc}"
+            return {"passed": False, "reason": "output_mismatch", "detail": detail, "ipc_unavailable": str(exc)}
         if unreadable is not None:
             return {"passed": False, "reason": "output_mismatch", "detail": unreadable}
         expected, roundoff = self.expected(request.plan)
@@ -174,9 +186,8 @@ class Oracle:
             "constant_reference": is_constant(expected),
         }
         if cmp.passed and request.repeat_path is not None:
-            second, unreadable = load_output(request.repeat_path, self.job.device)
-            if unreadable is not None:
-                answer |= {"passed": False, "reason": "output_mismatch", "detail": unreadable}
+            if unreadable_second is not None:
+                answer |= {"passed": False, "reason": "output_mismatch", "detail": unreadable_second}
             else:
                 again = compare_outputs(got, second, request.atol, request.rtol, roundoff)
                 if not again.passed:
@@ -186,6 +197,7 @@ class Oracle:
                         "detail": f"two runs on the same inputs differ: {again.detail}",
                     }
         answer["seconds"] = time.perf_counter() - start
+        answer["handed_over"] = counts.get("ipc", 0)
         return answer
 
 

@@ -93,6 +93,7 @@ class CandidateSession:
                 self.prepare_s = self.baselines.seconds
             except Exception as exc:  # the reference or torch.compile failed: the harness reports it
                 self.prepare_error = _tail("".join(traceback.format_exception(exc)), 30)
+        import kernelwright.harness.cuda_ipc  # loaded before the snapshot: watched too
         import kernelwright.harness.outputs  # noqa: F401 (loaded before the snapshot: its writer is watched)
 
         self.state_before = dynamic_checks.global_state()
@@ -103,6 +104,20 @@ class CandidateSession:
         self.model_error: str | None = None
         self.rejections: list[tuple[str, str]] = []
         self.previous: dict[str, list[Any]] = {}  # input buffers by shape, reused with new values
+        self.ipc = False  # CUDA outputs handed over as memory handles (the harness's choice)
+        self.handed: list[Any] = []  # tensors handed over so: alive until the harness's next command
+
+    def _hand_over(self, output: Any, path: Path) -> None:
+        """An output to the reference's process: as memory handles where the harness asked for
+        them and the driver can export them, else as a file of data."""
+        from kernelwright.harness.outputs import save_output, share_output
+
+        if self.ipc and self.job.device == "cuda":
+            kept = share_output(output, path)
+            if kept is not None:
+                self.handed += kept
+                return
+        save_output(output, path)
 
     def _check_tampering(self) -> None:
         from kernelwright.harness.checks import dynamic as dynamic_checks
@@ -198,7 +213,6 @@ class CandidateSession:
         import torch
 
         from kernelwright.harness.checks import dynamic as dynamic_checks
-        from kernelwright.harness.outputs import save_output
 
         self.chan.send("phase", "trial")
         if not self._ensure_model():
@@ -251,7 +265,7 @@ class CandidateSession:
         ]
         if modified:
             record["modified_inputs"] = modified
-        save_output(output, job.out_dir / f"candidate_{plan.index}.out")
+        self._hand_over(output, job.out_dir / f"candidate_{plan.index}.out")
         if repeat:  # the first output stays alive: memory it still holds cannot be handed out again
             with torch.no_grad():
                 again = self.model(*before)
@@ -259,7 +273,7 @@ class CandidateSession:
                 torch.cuda.synchronize()
             if dynamic_checks.shares_memory(again, output):
                 record["output_reused"] = True
-            save_output(again, job.out_dir / f"candidate_{plan.index}_repeat.out")
+            self._hand_over(again, job.out_dir / f"candidate_{plan.index}_repeat.out")
             del again
         del output
         record["devices"] = [str(o.device) for o in outs if isinstance(o, torch.Tensor)]
@@ -274,7 +288,6 @@ class CandidateSession:
 
         from kernelwright.harness.build.symbols import KernelMatcher
         from kernelwright.harness.checks import dynamic as dynamic_checks
-        from kernelwright.harness.outputs import save_output
 
         plans = request.plans
         own = KernelMatcher(request.own_exact, request.own_names)
@@ -318,7 +331,7 @@ class CandidateSession:
                     self.recorder.profiling = False
                 output_pass = dynamic_checks.output_pass_ms(kept[0], self.job.device)
                 path = self.job.out_dir / f"profiled_{k}.out"
-                save_output(kept[0], path)
+                self._hand_over(kept[0], path)
                 shares.append(
                     {
                         "plan": plan.model_dump(),
@@ -362,8 +375,6 @@ class CandidateSession:
         )
 
     def timing(self, samples: int) -> None:
-
-        from kernelwright.harness.outputs import save_output
         from kernelwright.harness.timing.run import time_candidate
 
         self.chan.send("phase", "timing")
@@ -381,7 +392,7 @@ class CandidateSession:
         files = []
         for k, (plan, output) in enumerate(kept):
             path = self.job.out_dir / f"timed_{k}.out"
-            save_output(output, path)
+            self._hand_over(output, path)
             files.append({"plan": plan.model_dump(), "file": str(path)})
         self.chan.send("result", "timing", rejections=self.rejections, timed_outputs=files, **result)
 
@@ -443,8 +454,10 @@ def main(argv: list[str]) -> int:
         return 0
     while True:  # the harness drives the phases: trials, work share, timing, in its order
         command, _, argument = chan.wait_command().partition(" ")
+        session.handed.clear()  # the reference's process has copied what was handed over
         if command == "trial":
             request = TrialRequest.model_validate_json(argument)
+            session.ipc = request.ipc
             session.trial(request.plan, request.repeat)
         elif command == "workshare":
             session.workshare(WorkShareRequest.model_validate_json(argument))
