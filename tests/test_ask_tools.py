@@ -153,7 +153,7 @@ def test_compare_tool_and_tool_schemas_in_a_compare_session() -> None:
     assert "cache.l2_mb: 50.0 MB" in tools["gpu_specs"].invoke({"question": "l2"})  # the report's GPU: H100
 
 
-# Recorded by scripts/record_ask_fixtures.py on a GPU host; these skip until the reports are in tests/data/ncu/.
+# Recorded by scripts/record_ask_fixtures.py on an H100 (tests/data/ncu/NOTE.md); skipped only without ncu_report.
 @needs_module
 def test_recorded_report_with_many_kernels_and_launches() -> None:
     rep = report("multi_kernels")
