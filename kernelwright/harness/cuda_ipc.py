@@ -68,15 +68,6 @@ def _check(code: int, what: str) -> None:
     raise IpcError(f"{what} failed: {(name.value or b'CUDA error').decode()} ({code})")
 
 
-def available() -> bool:
-    """True where the driver library has the calls (it says nothing of whether they will work)."""
-    try:
-        _driver()
-    except IpcError:
-        return False
-    return True
-
-
 def export(tensor: torch.Tensor) -> tuple[str, int]:
     """(the allocation's handle as hex, the tensor's byte offset in it) for a contiguous CUDA
     tensor; the caller keeps `tensor` alive until the other process has copied it."""

@@ -29,6 +29,8 @@ from typing import Any, BinaryIO
 
 import torch
 
+from kernelwright.harness import cuda_ipc
+
 MAX_OUTPUT_BYTES = 64 << 30  # the worker's RLIMIT_FSIZE: no honest output file is larger
 MAX_HEADER_BYTES = 1 << 20
 MAX_ITEMS = 10_000
@@ -63,13 +65,24 @@ class UnsafeOutput(ValueError):
 
 
 # -- writing (the candidate's worker) --------------------------------------------------------------
+def _plain(value: torch.Tensor) -> tuple[torch.Tensor, str]:
+    """The tensor's data as a plain tensor (a subclass is judged elsewhere), and its dtype's name."""
+    tensor = value.detach()
+    if type(tensor) is not torch.Tensor:
+        tensor = tensor.as_subclass(torch.Tensor)
+    return tensor, str(tensor.dtype).removeprefix("torch.")
+
+
+def _head(description: dict[str, Any]) -> bytes:
+    """The file's opening: the magic line, the header's length, the JSON header."""
+    header = json.dumps(description).encode()
+    return MAGIC + _LENGTH.pack(len(header)) + header
+
+
 def _describe(value: Any, blobs: list[torch.Tensor], offset: list[int], depth: int = 0) -> dict[str, Any]:
     if isinstance(value, torch.Tensor):
-        tensor = value.detach()
-        if type(tensor) is not torch.Tensor:  # a subclass: its data, as a plain tensor (judged elsewhere)
-            tensor = tensor.as_subclass(torch.Tensor)
+        tensor, name = _plain(value)
         tensor = tensor.to("cpu").contiguous()
-        name = str(tensor.dtype).removeprefix("torch.")
         if name not in DTYPES or tensor.layout != torch.strided:
             return {"t": "unsupported", "type": f"{tensor.dtype} {tensor.layout} tensor"}
         nbytes = tensor.numel() * tensor.element_size()
@@ -92,8 +105,7 @@ def save_output(value: Any, path: Path) -> None:
     the header count from the start of the data section, which begins at a 64-byte boundary."""
     blobs: list[torch.Tensor] = []
     extent = [0]
-    header = json.dumps({"value": _describe(value, blobs, extent)}).encode()
-    head = MAGIC + _LENGTH.pack(len(header)) + header
+    head = _head({"value": _describe(value, blobs, extent)})
     data_start = -(-len(head) // ALIGN) * ALIGN
     with open(path, "wb") as out:
         out.write(head + b"\0" * (data_start - len(head)))
@@ -107,13 +119,8 @@ def save_output(value: Any, path: Path) -> None:
 
 
 def _describe_shared(value: Any, kept: list[torch.Tensor], depth: int = 0) -> dict[str, Any]:
-    from kernelwright.harness import cuda_ipc
-
     if isinstance(value, torch.Tensor):
-        tensor = value.detach()
-        if type(tensor) is not torch.Tensor:
-            tensor = tensor.as_subclass(torch.Tensor)
-        name = str(tensor.dtype).removeprefix("torch.")
+        tensor, name = _plain(value)
         if name not in DTYPES or tensor.layout != torch.strided or not tensor.is_cuda:
             raise cuda_ipc.IpcError(f"a {tensor.device} {tensor.dtype} {tensor.layout} tensor")
         tensor = tensor.contiguous()
@@ -134,15 +141,13 @@ def share_output(value: Any, path: Path) -> list[torch.Tensor] | None:
     file): the tensors to keep alive until the reference's process has copied them, or None
     when the value cannot be handed over so (a tensor off the device, memory the driver cannot
     export), and nothing was written: then `save_output` it."""
-    from kernelwright.harness import cuda_ipc
-
     kept: list[torch.Tensor] = []
     try:
-        header = json.dumps({"value": _describe_shared(value, kept)}).encode()
+        head = _head({"value": _describe_shared(value, kept)})
     except cuda_ipc.IpcError:
         return None
     with open(path, "wb") as out:
-        out.write(MAGIC + _LENGTH.pack(len(header)) + header)
+        out.write(head)
     return kept
 
 
@@ -201,8 +206,6 @@ class _Reader:
 
     def shared(self, node: dict[str, Any]) -> torch.Tensor:
         """A tensor handed over as a CUDA memory handle: copied device to device."""
-        from kernelwright.harness import cuda_ipc
-
         dtype, shape, nbytes = self._kind(node)
         if self.device != "cuda":
             raise UnsafeOutput("a CUDA memory handle where the outputs are compared on the CPU")

@@ -195,37 +195,31 @@ def check_nsight_python() -> Check:
     return Check(name="nsight-python", level=Level.FAIL, detail=why, fix="pip install 'nsight-python>=0.9.6,<1'")
 
 
+def _layer(name: str, present: bool, ok: str, missing: str, fix: str) -> Check:
+    """One sandbox layer: OK where the machine offers it, else a warning saying what strict needs."""
+    if present:
+        return Check(name=name, level=Level.OK, detail=ok)
+    return Check(name=name, level=Level.WARN, detail=missing + "; needed by --sandbox strict", fix=fix)
+
+
 def check_sandbox() -> list[Check]:
     """The candidate sandbox's layers (docs/threat-model.md): missing ones are warnings, since
     `--sandbox best-effort` (the default) runs without them; `--sandbox strict` needs them all."""
     found = confine.probe()
-    strict = "; needed by --sandbox strict"
-    network = (
-        Check(name="sandbox net", level=Level.OK, detail="network namespace per worker (no network, loopback down)")
-        if found.network == "namespace"
-        else Check(
-            name="sandbox net",
-            level=Level.WARN,
-            detail=(
-                "only TCP denied (Landlock)" if found.network == "landlock-tcp" else "candidates can reach the network"
-            )
-            + strict,
-            fix="allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 "
-            "kernel.apparmor_restrict_unprivileged_userns=0), or run workers as root in a container with CAP_SYS_ADMIN",
-        )
+    network = _layer(
+        "sandbox net",
+        found.network == "namespace",
+        "network namespace per worker (no network, loopback down)",
+        "only TCP denied (Landlock)" if found.network == "landlock-tcp" else "candidates can reach the network",
+        "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 "
+        "kernel.apparmor_restrict_unprivileged_userns=0), or run workers as root in a container with CAP_SYS_ADMIN",
     )
-    abi = confine.landlock_abi()
-    files = (
-        Check(
-            name="sandbox files", level=Level.OK, detail=f"Landlock ABI {abi}: writes confined to the worker's folders"
-        )
-        if found.filesystem == "landlock"
-        else Check(
-            name="sandbox files",
-            level=Level.WARN,
-            detail="no Landlock: candidates can write anywhere this user can" + strict,
-            fix="Linux >= 5.13 with `landlock` in the LSM list (boot with lsm=landlock,... or CONFIG_LSM)",
-        )
+    files = _layer(
+        "sandbox files",
+        found.filesystem == "landlock",
+        f"Landlock ABI {confine.landlock_abi()}: writes confined to the worker's folders",
+        "no Landlock: candidates can write anywhere this user can",
+        "Linux >= 5.13 with `landlock` in the LSM list (boot with lsm=landlock,... or CONFIG_LSM)",
     )
     env = Check(name="sandbox env", level=Level.OK, detail="scrubbed (allow-list; keys and tokens never passed)")
     limits = Check(
@@ -233,16 +227,12 @@ def check_sandbox() -> list[Check]:
         level=Level.OK if found.rlimits else Level.WARN,
         detail="core dumps off, file size and process count limited" if found.rlimits else "not Linux: no limits",
     )
-    sockets = (
-        Check(name="sandbox sockets", level=Level.OK, detail="seccomp: Unix-domain sockets and io_uring refused")
-        if found.sockets == "unix_denied"
-        else Check(
-            name="sandbox sockets",
-            level=Level.WARN,
-            detail="no seccomp filter on this platform: socket files (an SSH agent, a Docker daemon) are reachable"
-            + strict,
-            fix="Linux on x86_64 or aarch64",
-        )
+    sockets = _layer(
+        "sandbox sockets",
+        found.sockets == "unix_denied",
+        "seccomp: Unix-domain sockets and io_uring refused",
+        "no seccomp filter on this platform: socket files (an SSH agent, a Docker daemon) are reachable",
+        "Linux on x86_64 or aarch64",
     )
     return [env, network, files, sockets, limits]
 

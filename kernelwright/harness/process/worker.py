@@ -93,8 +93,7 @@ class CandidateSession:
                 self.prepare_s = self.baselines.seconds
             except Exception as exc:  # the reference or torch.compile failed: the harness reports it
                 self.prepare_error = _tail("".join(traceback.format_exception(exc)), 30)
-        import kernelwright.harness.cuda_ipc  # loaded before the snapshot: watched too
-        import kernelwright.harness.outputs  # noqa: F401 (loaded before the snapshot: its writer is watched)
+        import kernelwright.harness.outputs  # noqa: F401 (loaded before the snapshot: it and cuda_ipc are watched)
 
         self.state_before = dynamic_checks.global_state()
         self.ids_before = dynamic_checks.identity_snapshot()
