@@ -59,19 +59,27 @@ class _Hooks:
     cache_root: Path | None = None
     wrap: Callable[[Any, str], Any] | None = None  # wraps each returned function (call counts, profiling)
     builds: list[dict[str, Any]] = field(default_factory=list)  # a record of every build
+    # Where builds are done instead of here: a harness worker asks the harness's trusted build
+    # step (request dict -> reply dict with "ok", "library", "cached", "seconds", "log").
+    remote: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
 
 _HOOKS = _Hooks()
 
 
 def configure(
-    cache_root: Path, wrap: Callable[[Any, str], Any] | None = None, builds: list[dict[str, Any]] | None = None
+    cache_root: Path,
+    wrap: Callable[[Any, str], Any] | None = None,
+    builds: list[dict[str, Any]] | None = None,
+    remote: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> None:
-    """Route builds into `cache_root` and report them: `wrap(fn, "name.fn")` is applied to every
-    function handed out, and each build is appended to `builds` (name, key, cached, seconds)."""
+    """Route builds into `cache_root` (or to `remote`) and report them: `wrap(fn, "name.fn")` is
+    applied to every function handed out, and each build is appended to `builds` (name, key,
+    cached, seconds)."""
     _HOOKS.cache_root = Path(cache_root)
     _HOOKS.wrap = wrap
     _HOOKS.builds = builds if builds is not None else []
+    _HOOKS.remote = remote
 
 
 @functools.cache
@@ -145,9 +153,11 @@ def _cuda_arch() -> str:
     return "sm_90a"
 
 
-def compile_command(source_file: Path, output: Path, lang: str, flags: tuple[str, ...]) -> list[str]:
+def compile_command(
+    source_file: Path, output: Path, lang: str, flags: tuple[str, ...], arch: str | None = None
+) -> list[str]:
     if lang == "cuda":
-        arch = _cuda_arch()
+        arch = arch or _cuda_arch()
         return [
             "nvcc",
             "-O3",
@@ -186,32 +196,52 @@ def _cache_root() -> Path:
     return Path(tempfile.gettempdir()) / "kernelwright-fastext"
 
 
-def _build(name: str, source: str, lang: str, flags: tuple[str, ...]) -> tuple[Path, bool, float]:
+def build_key(name: str, source: str, lang: str, flags: list[str] | tuple[str, ...], arch: str) -> str:
+    """The cache key of a fast build: its inputs, the toolchain and (CUDA) the target architecture."""
     spec = {"name": name, "source": source, "lang": lang, "flags": list(flags)}
-    chain = toolchain(with_cuda=lang == "cuda") | ({"arch": _cuda_arch()} if lang == "cuda" else {})
-    key = hashlib.sha256(json.dumps({"spec": spec, "toolchain": chain}, sort_keys=True).encode()).hexdigest()
+    chain = toolchain(with_cuda=lang == "cuda") | ({"arch": arch} if lang == "cuda" else {})
+    return hashlib.sha256(json.dumps({"spec": spec, "toolchain": chain}, sort_keys=True).encode()).hexdigest()
+
+
+def _build(name: str, source: str, lang: str, flags: tuple[str, ...]) -> tuple[Path, bool, float]:
+    arch = _cuda_arch() if lang == "cuda" else ""
+    if _HOOKS.remote is not None:
+        request = {"kind": "fastext", "name": name, "source": source, "lang": lang, "flags": list(flags), "arch": arch}
+        reply = _HOOKS.remote(request)
+        if not reply.get("ok"):
+            raise KernelBuildError(f"Error building extension '{name}':\n{str(reply.get('log', ''))[-6000:]}")
+        return Path(reply["library"]), bool(reply.get("cached")), float(reply.get("seconds", 0.0))
+    key = build_key(name, source, lang, flags, arch)
     start = time.perf_counter()
     with locked_folder(_cache_root(), key) as folder:
         library = folder / f"lib{name}.so"
         if library.exists():
             return library, True, time.perf_counter() - start
-        source_file = folder / (f"{name}.cu" if lang == "cuda" else f"{name}.cpp")
-        source_file.write_text(source)
-        partial = folder / f"lib{name}.so.partial"
-        command = compile_command(source_file, partial, lang, flags)
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False)
-        except FileNotFoundError as exc:
-            raise KernelBuildError(f"Error building extension '{name}': {command[0]} not found") from exc
-        except subprocess.TimeoutExpired as exc:
-            raise KernelBuildError(
-                f"Error building extension '{name}': the compiler ran over {BUILD_TIMEOUT_S:.0f} s"
-            ) from exc
-        if done.returncode != 0:
-            output = (done.stdout + done.stderr).strip()
-            raise KernelBuildError(f"Error building extension '{name}' ({' '.join(command)}):\n{output[-6000:]}")
-        partial.replace(library)  # a build killed midway never leaves a library that looks complete
-        return library, False, time.perf_counter() - start
+        return compile_library(folder, name, source, lang, flags, arch or None), False, time.perf_counter() - start
+
+
+def compile_library(
+    folder: Path, name: str, source: str, lang: str, flags: tuple[str, ...], arch: str | None = None
+) -> Path:
+    """Compile `source` to `folder`/lib`name`.so (raises KernelBuildError with the compiler's output)."""
+    library = folder / f"lib{name}.so"
+    source_file = folder / (f"{name}.cu" if lang == "cuda" else f"{name}.cpp")
+    source_file.write_text(source)
+    partial = folder / f"lib{name}.so.partial"
+    command = compile_command(source_file, partial, lang, flags, arch)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False)
+    except FileNotFoundError as exc:
+        raise KernelBuildError(f"Error building extension '{name}': {command[0]} not found") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise KernelBuildError(
+            f"Error building extension '{name}': the compiler ran over {BUILD_TIMEOUT_S:.0f} s"
+        ) from exc
+    if done.returncode != 0:
+        output = (done.stdout + done.stderr).strip()
+        raise KernelBuildError(f"Error building extension '{name}' ({' '.join(command)}):\n{output[-6000:]}")
+    partial.replace(library)  # a build killed midway never leaves a library that looks complete
+    return library
 
 
 def _caller(lib: ctypes.CDLL, fn_name: str, kinds: list[str], lang: str) -> Callable[..., None]:

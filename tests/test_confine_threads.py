@@ -7,6 +7,7 @@ thread, so this runs on any Linux machine."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,30 +19,48 @@ from kernelwright.harness.process import confine
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")
 
 CASE = """
-import json, sys, threading, time
+import json, os, sys, threading, time
 from pathlib import Path
 from kernelwright.harness.process import confine
 
+helper_wrote = []
+go = threading.Event()
+
+def helper_body():  # the driver's thread: later (once told), it tries a write outside the folder
+    go.wait(30)
+    try:
+        Path(sys.argv[1]).parent.joinpath("helper.txt").write_text("x")
+        helper_wrote.append(True)
+    except OSError:
+        helper_wrote.append(False)
+
 def helper_thread(notes):  # what cuInit does to the process: a thread of its own
-    threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+    threading.Thread(target=helper_body, daemon=True).start()
+    return True
 
 confine._init_cuda_driver = helper_thread
 if sys.argv[2] == "before":
     threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+if sys.argv[2] == "after-layers":
+    os.environ[confine.CUDA_INIT_VAR] = "after-layers"
 isolation = confine.confine([Path(sys.argv[1])], "best-effort", cuda=True)
 try:  # the main thread is confined: a write outside its folder is refused
     Path(sys.argv[1]).parent.joinpath("outside.txt").write_text("x")
     wrote = True
 except OSError:
     wrote = False
-print(json.dumps({"isolation": isolation.model_dump(), "wrote_outside": wrote}))
+go.set()
+time.sleep(0.5)
+print(json.dumps({"isolation": isolation.model_dump(), "wrote_outside": wrote, "helper_wrote": helper_wrote}))
 """
 
 
 def _run(tmp_path: Path, when: str) -> dict:
     folder = tmp_path / "scratch"
+    env = {k: v for k, v in os.environ.items() if k != confine.CUDA_INIT_VAR}
     done = subprocess.run(
         [sys.executable, "-c", CASE, str(folder), when],
+        env=env,
         capture_output=True,
         text=True,
         timeout=60,
@@ -59,6 +78,21 @@ def test_the_driver_s_helper_thread_does_not_cost_the_layers(tmp_path: Path) -> 
     assert isolation["sockets"] == confine.probe().sockets
     assert any("helper thread" in note for note in isolation["notes"]), isolation["notes"]
     assert got["wrote_outside"] is False and not (tmp_path / "outside.txt").exists()
+    # Started before the layers, the driver's thread is outside them: what `cuda_driver` says.
+    assert isolation["cuda_driver"] == "outside" and got["helper_wrote"] == [True]
+    assert "the CUDA driver's threads run outside the layers" in confine.Isolation(**isolation).missing()
+
+
+@pytest.mark.skipif(confine.probe().filesystem != "landlock", reason="needs Landlock")
+def test_a_driver_started_after_the_layers_has_its_threads_confined(tmp_path: Path) -> None:
+    """Where the host's probe found the driver starts under the layers, the layers go on first:
+    the driver's thread inherits them and cannot write outside the folder either."""
+    got = _run(tmp_path, "after-layers")
+    isolation = got["isolation"]
+    assert isolation["cuda_driver"] == "inside" and isolation["filesystem"] == "landlock"
+    assert not any("helper thread" in note for note in isolation["notes"]), isolation["notes"]
+    assert got["wrote_outside"] is False and got["helper_wrote"] == [False]
+    assert not (tmp_path / "helper.txt").exists()
 
 
 def test_a_thread_running_before_the_driver_still_refuses_the_layers(tmp_path: Path) -> None:

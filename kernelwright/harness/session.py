@@ -87,7 +87,10 @@ class _Context:
 
     def call_limit_s(self) -> float:
         """How long one call of the candidate may take before it counts as a hang: a multiple of
-        the reference's slowest trial, with a floor, never above the run limit."""
+        the reference's slowest trial, with a floor, never above the run limit (the floor while the
+        reference still runs: a candidate that failed to build can end before it)."""
+        if self.reference is None or self.reference.message is None:
+            return min(self.opts.run_timeout_s, self.opts.call_timeout_floor_s)
         ms = [float(t.get("ms", 0.0)) for t in self.reference_trials().values() if t.get("status") == "ok"]
         scaled = self.opts.call_timeout_factor * max(ms, default=0.0) / 1e3
         return min(self.opts.run_timeout_s, max(self.opts.call_timeout_floor_s, scaled))
@@ -579,7 +582,7 @@ class EvalSession:
 
     def __init__(self, problem: Problem, opts: EvalOptions, *, warm: bool = False) -> None:
         self.problem, self.opts, self.warm = problem, opts, warm
-        refuse_unless_isolated(opts.sandbox)
+        refuse_unless_isolated(opts.sandbox, cuda=opts.device == "cuda")
         scratch_root = memory.scratch_root()
         footprint = measure(problem, opts.size)  # shapes only: nothing is allocated here
         self.memory = memory.check_memory(problem, footprint, opts, scratch_in_ram=scratch_root is not None)

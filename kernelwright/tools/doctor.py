@@ -202,9 +202,10 @@ def _layer(name: str, present: bool, ok: str, missing: str, fix: str) -> Check:
     return Check(name=name, level=Level.WARN, detail=missing + "; needed by --sandbox strict", fix=fix)
 
 
-def check_sandbox() -> list[Check]:
+def check_sandbox(has_gpu: bool = False) -> list[Check]:
     """The candidate sandbox's layers (docs/threat-model.md): missing ones are warnings, since
-    `--sandbox best-effort` (the default) runs without them; `--sandbox strict` needs them all."""
+    `--sandbox best-effort` (the default) runs without them; `--sandbox strict` needs them all.
+    With a GPU, whether the CUDA driver starts under the layers (its threads confined too)."""
     found = confine.probe()
     network = _layer(
         "sandbox net",
@@ -234,11 +235,24 @@ def check_sandbox() -> list[Check]:
         "no seccomp filter on this platform: socket files (an SSH agent, a Docker daemon) are reachable",
         "Linux on x86_64 or aarch64",
     )
-    return [env, network, files, sockets, limits]
+    checks = [env, network, files, sockets, limits]
+    if has_gpu:
+        works, why = confine.cuda_after_layers()
+        checks.append(
+            _layer(
+                "sandbox cuda",
+                works,
+                "the CUDA driver starts under the layers: its helper threads are confined too",
+                f"the CUDA driver starts before the layers, its helper threads outside them ({why})",
+                "create the /dev/nvidia* nodes at boot (nvidia-persistenced, or nvidia-modprobe -u -c=0) so a "
+                "confined process need not; see docs/threat-model.md",
+            )
+        )
+    return checks
 
 
 def run_checks() -> DoctorReport:
     gpu, has_gpu = check_gpu()
     checks = [gpu, check_driver(has_gpu), *check_torch(), check_nvcc(), check_cxx()]
-    checks += [*check_ncu(has_gpu), check_nsight_python(), *check_sandbox()]
+    checks += [*check_ncu(has_gpu), check_nsight_python(), *check_sandbox(has_gpu)]
     return DoctorReport(checks=checks)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import json
 import os
 import resource
 import subprocess
@@ -250,33 +251,40 @@ def _threads() -> int:
         return 1
 
 
-def _init_cuda_driver(notes: list[str]) -> None:
-    """Initialise the CUDA driver before the process is confined. Its first initialisation may
-    need what a confined process no longer has: creating device nodes through the setuid
-    nvidia-modprobe (no-new-privs forbids it) and files under /dev/shm (not writable). Once done in
-    this process, torch's own initialisation later finds the driver ready."""
+CUDA_INIT_VAR = "KERNELWRIGHT_CUDA_INIT"  # "after-layers": this host's driver starts under the layers (probed)
+
+
+def _init_cuda_driver(notes: list[str]) -> bool:
+    """Initialise the CUDA driver in this process (cuInit); False, with a note, if it fails."""
     try:
         driver = ctypes.CDLL("libcuda.so.1")
     except OSError as exc:
-        notes.append(f"CUDA driver not loaded before confinement: {exc}")
-        return
+        notes.append(f"CUDA driver not loaded: {exc}")
+        return False
     status = driver.cuInit(0)
     if status != 0:
-        notes.append(f"cuInit before confinement returned {status}")
+        notes.append(f"cuInit returned {status}")
+        return False
+    return True
 
 
 def confine(writable: list[Path], mode: SandboxMode, *, cuda: bool = False) -> Isolation:
     """Put this process (and all it will start) under every layer the kernel allows. Call once,
     first thing, while the process is single-threaded; `writable` folders are created if needed.
-    With `cuda`, the CUDA driver is initialised first (see `_init_cuda_driver`). Its
-    initialisation starts helper threads (one on an H100 host with driver 580): the layers are
-    then put on this thread, which runs the candidate and starts every thread and process it
-    makes; the driver's threads, running driver code, stay as they were (the result's notes say
-    so). A root process still gets its network namespace; a user namespace (non-root) needs a
-    single-threaded process, and TCP is then denied by Landlock alone."""
+
+    With `cuda`, the CUDA driver's initialisation starts helper threads (one on an H100 host with
+    driver 580), and namespaces and Landlock cover only threads started after them. Where the
+    harness's probe found the driver starts under the layers on this host (`CUDA_INIT_VAR` is
+    "after-layers", see `cuda_after_layers`), the layers go on first and the driver's threads
+    inherit them. Elsewhere the driver is initialised first (its first start may create device
+    nodes through the setuid nvidia-modprobe, which no-new-privs forbids): the layers then go on
+    this thread, which runs the candidate and starts everything it makes, the driver's threads
+    stay outside (`Isolation.cuda_driver` says which), and a non-root worker gets no network
+    namespace (a user namespace needs a single-threaded process; Landlock alone denies TCP)."""
     notes: list[str] = []
     threads_before = _threads()
-    if cuda:
+    after = cuda and os.environ.get(CUDA_INIT_VAR) == "after-layers" and threads_before == 1
+    if cuda and not after:
         _init_cuda_driver(notes)
     folders = []
     for folder in writable:
@@ -293,8 +301,10 @@ def confine(writable: list[Path], mode: SandboxMode, *, cuda: bool = False) -> I
         return Isolation(
             mode=mode, network="none", filesystem="none", rlimits=rlimits, capabilities="kept", notes=notes
         )
+    driver: Literal["inside", "outside", "none"] = "none"
     driver_threads = _threads() - 1
     if driver_threads > 0:
+        driver = "outside"
         notes.append(
             f"the CUDA driver's {driver_threads} helper thread(s), started by its initialisation, are outside "
             "the layers (they run driver code); this thread and all it starts are inside"
@@ -305,6 +315,8 @@ def confine(writable: list[Path], mode: SandboxMode, *, cuda: bool = False) -> I
     refused = seccomp.install()  # last: the layers above need calls it does not refuse, it needs no-new-privs
     if refused:
         notes.append(refused)
+    if after:
+        driver = "inside" if _init_cuda_driver(notes) else "none"
     network: Literal["namespace", "landlock-tcp", "none"] = (
         "namespace" if netns else "landlock-tcp" if tcp_denied else "none"
     )
@@ -315,9 +327,71 @@ def confine(writable: list[Path], mode: SandboxMode, *, cuda: bool = False) -> I
         rlimits=rlimits,
         capabilities=caps,  # type: ignore[arg-type]
         sockets="allowed" if refused else "unix_denied",
+        cuda_driver=driver,
         writable=[str(f) for f in folders] + ["/dev (existing devices, not /dev/shm)"],
         notes=notes,
     )
+
+
+# Run in a throwaway child: confine as a worker would with the driver started after the layers,
+# then use the device the way torch's first call does (context, allocation, a copy).
+_CUDA_PROBE = """
+import ctypes, json, os, sys, tempfile
+from pathlib import Path
+os.environ[sys.argv[1]] = "after-layers"
+from kernelwright.harness.process import confine
+isolation = confine.confine([Path(sys.argv[2])], "best-effort", cuda=True)
+answer = {"driver": isolation.cuda_driver, "notes": isolation.notes}
+if isolation.cuda_driver == "inside":
+    cu = ctypes.CDLL("libcuda.so.1")
+    dev, ctx, ptr = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_uint64()
+    steps = [("cuDeviceGet", lambda: cu.cuDeviceGet(ctypes.byref(dev), 0)),
+             ("cuDevicePrimaryCtxRetain", lambda: cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev)),
+             ("cuCtxSetCurrent", lambda: cu.cuCtxSetCurrent(ctx)),
+             ("cuMemAlloc", lambda: cu.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(1 << 20))),
+             ("cuMemsetD8", lambda: cu.cuMemsetD8_v2(ptr, 1, ctypes.c_size_t(1 << 20))),
+             ("cuCtxSynchronize", lambda: cu.cuCtxSynchronize()),
+             ("cuMemFree", lambda: cu.cuMemFree_v2(ptr))]
+    for name, step in steps:
+        status = step()
+        if status != 0:
+            answer["failed"] = f"{name} returned {status}"
+            break
+print(json.dumps(answer))
+"""
+
+
+@functools.cache
+def cuda_after_layers() -> tuple[bool, str]:
+    """Whether the CUDA driver works when started under every layer on this host (so its
+    helper threads are confined too): found once per process by a throwaway child that confines
+    itself first, then initialises the driver and allocates, writes and frees device memory.
+    Returns (works, why not)."""
+    if not sys.platform.startswith("linux"):
+        return False, "not Linux"
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kw-cuda-probe-") as folder:
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", _CUDA_PROBE, CUDA_INIT_VAR, folder],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+                env={k: v for k, v in os.environ.items() if k != CUDA_INIT_VAR},
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return False, f"probe did not finish: {exc}"
+    try:
+        answer = json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        return False, f"probe failed: {done.stderr.strip()[-300:] or 'no answer'}"
+    if answer.get("driver") != "inside":
+        return False, "; ".join(answer.get("notes", [])) or "the driver did not start under the layers"
+    if answer.get("failed"):
+        return False, str(answer["failed"])
+    return True, ""
 
 
 _PROBE = """

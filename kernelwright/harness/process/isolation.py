@@ -58,6 +58,7 @@ _ALLOWED = frozenset(
         "KERNELWRIGHT_CUDA_ARCH",
         "KERNELWRIGHT_FASTEXT_CACHE",
         "KERNELWRIGHT_MEMORY_LIMIT",
+        "KERNELWRIGHT_CUDA_INIT",
     }
 )
 _ALLOWED_PREFIXES = (
@@ -161,6 +162,11 @@ class Isolation(BaseModel):
     sockets: Literal["unix_denied", "allowed", "unknown"] = Field(
         default="unknown", description="unix_denied: a seccomp filter refuses Unix-domain sockets and io_uring."
     )
+    cuda_driver: Literal["inside", "outside", "none"] = Field(
+        default="none",
+        description="The CUDA driver's helper threads: started under the layers (inside), before them "
+        "(outside: they run driver code unconfined), or no driver started at confinement (none).",
+    )
     writable: list[str] = Field(default_factory=list, description="Where the worker could write.")
     notes: list[str] = Field(default_factory=list, description="Why a layer is missing.")
 
@@ -177,4 +183,6 @@ class Isolation(BaseModel):
             gaps.append("no resource limits")
         if self.sockets != "unix_denied":
             gaps.append("no seccomp filter against Unix-domain sockets")
+        if self.cuda_driver == "outside":
+            gaps.append("the CUDA driver's threads run outside the layers")
         return gaps

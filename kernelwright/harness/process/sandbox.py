@@ -30,6 +30,8 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from kernelwright.errors import EnvironmentProblem
+from kernelwright.fastext import BUILD_TIMEOUT_S
+from kernelwright.harness.build.broker import BuildBroker, open_channel
 from kernelwright.harness.process import confine, live
 from kernelwright.harness.process.isolation import MODE_VAR, Isolation, redact, scrubbed_env
 from kernelwright.harness.process.jobs import WorkerJob, WorkerMessage
@@ -83,11 +85,23 @@ def classify_death(returncode: int | None, stderr_tail: str) -> tuple[Reason, st
     return Reason.PROCESS_DIED, f"the worker exited with status {returncode}"
 
 
-def refuse_unless_isolated(mode: str) -> None:
-    """Strict mode: raise (exit 5) unless this machine gives a worker every isolation layer."""
+def cuda_init_env() -> dict[str, str]:
+    """What tells a CUDA worker when to start the driver: under the layers where this host's
+    probe found that works (its helper threads confined too), else before them."""
+    works, _ = confine.cuda_after_layers()
+    return {confine.CUDA_INIT_VAR: "after-layers" if works else "before-layers"}
+
+
+def refuse_unless_isolated(mode: str, *, cuda: bool = False) -> None:
+    """Strict mode: raise (exit 5) unless this machine gives a worker every isolation layer
+    (with `cuda`, the CUDA driver's threads under them too)."""
     if mode != "strict":
         return
     missing = confine.probe().missing()
+    if cuda:
+        works, why = confine.cuda_after_layers()
+        if not works:
+            missing.append(f"the CUDA driver does not start under the layers ({why})")
     if missing:
         raise EnvironmentProblem(
             f"--sandbox strict: this machine cannot isolate candidates: {'; '.join(missing)}",
@@ -102,7 +116,9 @@ class WorkerProcess:
         if live.interrupted():
             raise KeyboardInterrupt("interrupted: no new worker starts")
         extra = dict(env or {})
-        refuse_unless_isolated(extra.get(MODE_VAR, "best-effort"))
+        if job.device == "cuda":
+            extra.update(cuda_init_env())
+        refuse_unless_isolated(extra.get(MODE_VAR, "best-effort"), cuda=job.device == "cuda")
         job_file.write_text(job.model_dump_json(indent=1))
         self.log_file = log_file
         self._log: IO[bytes] = open(log_file, "ab")  # noqa: SIM115 (closed in close()/__exit__)
@@ -114,14 +130,31 @@ class WorkerProcess:
         home.mkdir(parents=True, exist_ok=True)
         tmp.mkdir(parents=True, exist_ok=True)
         child_env = scrubbed_env(os.environ, extra, home=home, tmp=tmp)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kernelwright.harness.process.worker", str(job_file)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            env=child_env,
-            start_new_session=True,  # its own process group: a timeout kills compiler children too
-        )
+        # Torch's own extension folder and CUDA's JIT cache: the worker's, never shared ones.
+        child_env["TORCH_EXTENSIONS_DIR"] = str(job.out_dir / "torch-extensions")
+        child_env["CUDA_CACHE_PATH"] = str(job.out_dir / "cuda-cache")
+        # Builds go to the harness's trusted build step: the worker may read the build cache, not write it.
+        self.broker: BuildBroker | None = None
+        child_fds: tuple[int, ...] = ()
+        if job.mode != "reference":
+            self.broker = BuildBroker(job.build_cache, extra, timeout_s=BUILD_TIMEOUT_S)
+            fds_env, child_fds, serve = open_channel(self.broker)
+            child_env.update(fds_env)
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "kernelwright.harness.process.worker", str(job_file)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._log,
+                env=child_env,
+                pass_fds=child_fds,
+                start_new_session=True,  # its own process group: a timeout kills compiler children too
+            )
+        finally:
+            for fd in child_fds:  # the worker's ends: ours would keep its pipes open after it exits
+                os.close(fd)
+        if self.broker is not None:
+            serve()
         self.pid = self.proc.pid
         self._seq = 0  # the last message number seen from the worker
         self.forged: str | None = None  # why the channel's sequence broke, if it did
@@ -249,8 +282,11 @@ class WorkerProcess:
             return None
 
     def kill(self) -> None:
-        """End the worker and everything it started (compilers included). Only while the worker is
-        not yet reaped: after that its pid may belong to someone else."""
+        """End the worker and everything it started (compilers included, and the builds it asked
+        the harness for). Only while the worker is not yet reaped: after that its pid may belong to
+        someone else."""
+        if self.broker is not None:
+            self.broker.close()
         if self.proc.poll() is None:
             kill_tree(self.proc.pid)
         with contextlib.suppress(subprocess.TimeoutExpired):

@@ -25,6 +25,7 @@ from typing import IO, Any
 from kernelwright.harness.options import TrialPlan
 from kernelwright.harness.process.audit import AttemptLog
 from kernelwright.harness.process.jobs import (
+    BUILD_FDS_VAR,
     CandidateAssignment,
     TrialRequest,
     WorkerJob,
@@ -141,9 +142,16 @@ class CandidateSession:
             self.chan.audit.armed = True
         try:
             from kernelwright.problems.candidate import load_candidate
+            from kernelwright.problems.candidate.remote import PipeBuilds
 
+            remote = PipeBuilds.from_env(os.environ.get(BUILD_FDS_VAR))
             self.module = load_candidate(
-                self.job.candidate_path, self.job.build_cache, wrap=self.recorder.wrap, builds=self.recorder.builds
+                self.job.candidate_path,
+                # Without the harness's build step (a worker started by hand), builds stay private.
+                self.job.build_cache if remote is not None else self.job.out_dir / "build-cache",
+                wrap=self.recorder.wrap,
+                builds=self.recorder.builds,
+                remote=remote,
             )
         except SyntaxError as exc:
             self.chan.send(
@@ -397,17 +405,16 @@ class CandidateSession:
 
 
 def writable_folders(job: WorkerJob, environ: dict[str, str] | os._Environ[str]) -> list[Path]:
-    """Where this worker may write: its own folder (scratch, HOME, TMPDIR inside it), and the
-    content-keyed caches a build fills (build cache, inductor, triton, CUDA's JIT cache)."""
-    folders = [job.out_dir, job.build_cache]
+    """Where this worker may write: its own folder (scratch, HOME, TMPDIR inside it) and the
+    caches named in its environment (each in its scratch unless the harness chose otherwise).
+    Never the build cache: the harness's trusted build step writes it (`harness/build/broker.py`);
+    a worker without that step (started by hand) builds into its scratch."""
+    folders = [job.out_dir]
     for name in (
         "TMPDIR",
         "HOME",
         "TORCHINDUCTOR_CACHE_DIR",
         "TRITON_CACHE_DIR",
-        "CUDA_CACHE_PATH",
-        "TORCH_EXTENSIONS_DIR",
-        "KERNELWRIGHT_FASTEXT_CACHE",
     ):
         if environ.get(name):
             folders.append(Path(environ[name]))

@@ -22,22 +22,26 @@ from kernelwright.fastext import cache_folder, locked_folder, toolchain
 
 log = logging.getLogger(__name__)
 
+# Written in a key's folder by the harness's trusted build step once its build is complete (see
+# harness/build/broker.py); a folder without it is rebuilt from empty by that step.
+BUILT_MARK = "kw-built.json"
 
-def _text(value: Any) -> Any:
+
+def json_safe(value: Any) -> Any:
     if value is None:
         return None
     if isinstance(value, str):
         return value
     if isinstance(value, dict):
-        return {str(k): _text(v) for k, v in sorted(value.items())}
+        return {str(k): json_safe(v) for k, v in sorted(value.items())}
     if isinstance(value, list | tuple):
-        return [_text(v) for v in value]
+        return [json_safe(v) for v in value]
     return str(value)
 
 
 def cache_key(spec: dict[str, Any], *, with_cuda: bool) -> str:
     """sha256 over the build's inputs and the toolchain."""
-    payload = json.dumps({"spec": _text(spec), "toolchain": toolchain(with_cuda)}, sort_keys=True)
+    payload = json.dumps({"spec": json_safe(spec), "toolchain": toolchain(with_cuda)}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

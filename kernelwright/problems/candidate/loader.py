@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import time
 import types
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from kernelwright.problems.execution import exec_as_module
 
 MODULE_NAME = "kernelwright_candidate"
 Wrap = Callable[[Any, str], Any]  # wrap(fn, "extension.function") -> what the candidate gets instead
+Remote = Callable[[dict[str, Any]], dict[str, Any]]  # a build request -> its reply (`remote.py`)
 
 
 @dataclass
@@ -34,6 +36,7 @@ class _Routing:
     """Where builds go and who hears of them: set by every load, read by the patched functions."""
 
     cache: BuildCache | None = None
+    remote: Remote | None = None  # the harness's trusted build step (a worker), else build here
     wrap: Wrap | None = None
     builds: list[dict[str, Any]] = field(default_factory=list)
     patched: bool = False
@@ -48,22 +51,26 @@ def load_candidate(
     *,
     wrap: Wrap | None = None,
     builds: list[dict[str, Any]] | None = None,
+    remote: Remote | None = None,
 ) -> types.ModuleType:
     """Run the candidate file at `path` as the module `kernelwright_candidate`, its extensions
-    built in (or taken from) the build cache under `build_cache_root`.
+    built in (or taken from) the build cache under `build_cache_root`; with `remote` (a harness
+    worker, which may not write the cache), built by the harness's trusted build step and only
+    loaded here.
 
     Every build is appended to `builds` (name, key, cached, seconds, the built library's path;
     `fast` for the fast form),
     and every function an extension hands out is passed through `wrap` first. Whatever the file
     raises (a SyntaxError, a compiler error) propagates."""
-    _route_builds(Path(build_cache_root), wrap, builds if builds is not None else [])
+    _route_builds(Path(build_cache_root), wrap, builds if builds is not None else [], remote)
     path = Path(path)
     return exec_as_module(path.read_text(), path, MODULE_NAME)
 
 
-def _route_builds(cache_root: Path, wrap: Wrap | None, builds: list[dict[str, Any]]) -> None:
-    fastext.configure(cache_root / "fastext", wrap=wrap, builds=builds)
+def _route_builds(cache_root: Path, wrap: Wrap | None, builds: list[dict[str, Any]], remote: Remote | None) -> None:
+    fastext.configure(cache_root / "fastext", wrap=wrap, builds=builds, remote=remote)
     _ROUTING.cache, _ROUTING.wrap, _ROUTING.builds = BuildCache(cache_root), wrap, builds
+    _ROUTING.remote = remote
     if not _ROUTING.patched:
         _patch_cpp_extension()
         _ROUTING.patched = True
@@ -101,6 +108,11 @@ def _patch_cpp_extension() -> None:
         )
         key = cache_key(spec, with_cuda=with_cuda)
         name = str(bound.arguments["name"])
+        if _ROUTING.remote is not None:
+            module = _remote_build(_ROUTING.remote, spec, name, with_cuda, files, builds)
+            if wrap is not None and isinstance(module, types.ModuleType):
+                return _wrap_module(module, name, wrap)
+            return module
         with cache.locked(key) as folder:
             cached = cache.is_built(key, name)
             start = time.perf_counter()
@@ -131,3 +143,45 @@ def _patch_cpp_extension() -> None:
     functools.update_wrapper(load, original_load)
     cpp.load_inline = load_inline
     cpp.load = load
+
+
+def _plain(value: Any) -> Any:
+    """`value` as JSON carries it to the builder: numbers, booleans and None kept (the cache key's
+    `json_safe` spells them as text), anything else as text."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
+def _remote_build(
+    remote: Remote, spec: dict[str, Any], name: str, with_cuda: bool, files: bool, builds: list[dict[str, Any]]
+) -> Any:
+    """Have the harness build the extension, then load its library (nothing is written here)."""
+    import torch.utils.cpp_extension as cpp
+
+    request = {"kind": "load" if files else "inline", "spec": _plain(spec), "with_cuda": with_cuda}
+    reply = remote(request)
+    log_text = str(reply.get("log") or "")
+    if log_text:
+        sys.stderr.write(log_text if log_text.endswith("\n") else log_text + "\n")
+    if not reply.get("ok"):
+        raise RuntimeError(f"Error building extension '{name}':\n{log_text[-6000:]}")
+    library = Path(str(reply["library"]))
+    if spec.get("is_standalone"):
+        module: Any = str(library)
+    else:
+        module = cpp._import_module_from_library(name, str(library.parent), spec.get("is_python_module", True))
+    builds.append(
+        {
+            "name": name,
+            "key": str(reply.get("key", "")),
+            "cached": bool(reply.get("cached")),
+            "seconds": float(reply.get("seconds", 0.0)),
+            "library": str(library),
+        }
+    )
+    return module

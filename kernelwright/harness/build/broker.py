@@ -1,0 +1,218 @@
+"""The trusted build step: builds a worker asks for, done in a process of their own.
+
+A candidate's worker may read the shared build cache but never write it (Landlock): otherwise a
+candidate could leave a library of its own in the folder of another source's key, and the next
+candidate (or the user's next run) with that source would load it. So the worker's
+`load_inline`, `load` and `fastext.load_kernels` send their build's inputs to the harness over a
+pipe (`BuildBroker`), and the harness:
+
+1. computes the key itself from those inputs (never one the worker names);
+2. under the key's lock, answers at once if the folder holds a build the harness marked complete;
+3. else runs `harness/build/builder.py` in a fresh process, confined like a worker but writable
+   only in that key's folder and a temporary folder of its own (no candidate can write there),
+   with the worker's scrubbed environment;
+4. marks the folder complete (`BUILT_MARK`, written by the harness, not the builder) and answers
+   with the library's path, which the worker loads without writing anything.
+
+Whatever the build's inputs make the compiler do (flags included) lands only in the folder of
+those inputs' key: one candidate cannot change what another, with other inputs, loads.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kernelwright.fastext import build_key, locked_folder
+from kernelwright.harness.process import live
+from kernelwright.harness.process.isolation import redact, scrubbed_env
+from kernelwright.harness.process.jobs import BUILD_FDS_VAR
+from kernelwright.problems.candidate.cache import BUILT_MARK, BuildCache, cache_key
+
+log = logging.getLogger(__name__)
+
+FDS_VAR = BUILD_FDS_VAR  # "request_fd,reply_fd" in a worker: where it asks for builds
+_MAX_REQUEST = 64 << 20  # one request line: sources of an extension, far below this
+_LOG_TAIL = 20_000
+
+
+class _Builder:
+    """One builder process, registered with `live` (Ctrl-C ends it; a timing phase pauses it)."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], log_file: Path) -> None:
+        self._log = open(log_file, "wb")  # noqa: SIM115 (closed in wait())
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._log, env=env, start_new_session=True
+        )
+        self.pid = self.proc.pid
+        live.add(self)
+
+    def wait(self, timeout_s: float) -> tuple[int | None, str]:
+        try:
+            out, _ = self.proc.communicate(timeout=timeout_s)
+            code: int | None = self.proc.returncode
+        except subprocess.TimeoutExpired:
+            self.kill()
+            out, code = b"", None
+        finally:
+            self._log.close()
+            live.discard(self)
+        return code, out.decode(errors="replace")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            live.kill_tree(self.proc.pid)
+        live.discard(self)
+
+
+class BuildBroker:
+    """Serves one worker's build requests (a thread per worker; see the module's docstring)."""
+
+    def __init__(self, cache_root: Path, env_extra: dict[str, str], timeout_s: float) -> None:
+        self.cache = BuildCache(cache_root)
+        self.env_extra, self.timeout_s = dict(env_extra), timeout_s
+        self._builders: set[_Builder] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def serve(self, request_fd: int, reply_fd: int) -> None:
+        """Answer requests (one JSON line each) until the worker closes its end."""
+        threading.Thread(target=self._serve, args=(request_fd, reply_fd), daemon=True).start()
+
+    def _serve(self, request_fd: int, reply_fd: int) -> None:
+        with os.fdopen(request_fd, "rb") as requests, os.fdopen(reply_fd, "wb") as replies:
+            for raw in requests:
+                if len(raw) > _MAX_REQUEST:
+                    answer: dict[str, Any] = {"ok": False, "log": "build request too large"}
+                else:
+                    try:
+                        answer = self.handle(json.loads(raw))
+                    except Exception as exc:  # a malformed request is the candidate's problem, not ours
+                        log.debug("build request refused", exc_info=True)
+                        answer = {"ok": False, "log": f"build request refused: {type(exc).__name__}: {exc}"}
+                try:
+                    replies.write(json.dumps(answer).encode() + b"\n")
+                    replies.flush()
+                except OSError:
+                    return  # the worker is gone
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        """One build: from the cache if complete there, else built now; the reply the worker reads."""
+        kind = request.get("kind")
+        if kind == "fastext":
+            name, source, lang = str(request["name"]), str(request["source"]), str(request["lang"])
+            flags = [str(f) for f in request.get("flags") or []]
+            key = build_key(name, source, lang, flags, str(request.get("arch") or ""))
+            root = self.cache.root / "fastext"
+        elif kind in ("inline", "load"):
+            spec = request["spec"]
+            if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+                raise ValueError("spec must be an object with a name")
+            name = spec["name"]
+            key = cache_key(spec, with_cuda=bool(request.get("with_cuda")))
+            root = self.cache.root
+        else:
+            raise ValueError(f"unknown build kind {kind!r}")
+        if not name.replace("_", "a").isalnum():
+            raise ValueError(f"extension name {name!r}: letters, digits and underscores only")
+        start = time.perf_counter()
+        with locked_folder(root, key) as folder:
+            mark = folder / BUILT_MARK
+            if mark.is_file():
+                done = json.loads(mark.read_text())
+                return {"ok": True, "cached": True, "key": key[:24], "folder": str(folder), **done, "seconds": 0.0}
+            self._clear(folder)
+            ok, library, text = self._run_builder(request, folder)
+            seconds = time.perf_counter() - start
+            if not ok:
+                return {"ok": False, "key": key[:24], "log": text, "seconds": seconds}
+            mark.write_text(json.dumps({"library": library}))
+            return {
+                "ok": True,
+                "cached": False,
+                "key": key[:24],
+                "folder": str(folder),
+                "library": library,
+                "log": text,
+                "seconds": seconds,
+            }
+
+    @staticmethod
+    def _clear(folder: Path) -> None:
+        """A folder without the mark holds an interrupted build (or one from before the mark):
+        nothing in it is trusted, the builder starts from empty."""
+        for entry in folder.iterdir():
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+
+    def _run_builder(self, request: dict[str, Any], folder: Path) -> tuple[bool, str | None, str]:
+        if self._closed:
+            return False, None, "the worker's evaluation has ended"
+        with tempfile.TemporaryDirectory(prefix="kw-build-") as scratch:
+            work = Path(scratch)
+            (work / "request.json").write_text(json.dumps({**request, "folder": str(folder)}))
+            env = scrubbed_env(os.environ, self.env_extra, home=work / "home", tmp=work / "tmp")
+            (work / "home").mkdir()
+            (work / "tmp").mkdir()
+            argv = [sys.executable, "-m", "kernelwright.harness.build.builder", str(work / "request.json")]
+            builder = _Builder(argv, env, work / "build.log")
+            with self._lock:
+                self._builders.add(builder)
+            try:
+                code, out = builder.wait(self.timeout_s)
+            finally:
+                with self._lock:
+                    self._builders.discard(builder)
+            lines = out.strip().splitlines()
+            try:
+                answer = json.loads(lines[-1]) if lines else {}
+                lines = lines[:-1]
+            except ValueError:
+                answer = {}
+            # The compiler's own lines (ninja prints them on stdout), then the builder's log.
+            compiler = "\n".join(lines)
+            text = redact(compiler + "\n" + (work / "build.log").read_text(errors="replace"))[-_LOG_TAIL:]
+        if code is None:
+            return False, None, text + f"\nthe build took longer than {self.timeout_s:.0f} s"
+        library = answer.get("library")
+        if code != 0 or not answer.get("ok") or not isinstance(library, str):
+            return False, None, text or str(answer.get("error") or f"the builder exited with status {code}")
+        path = Path(library).resolve()
+        if not path.is_file() or path.parent != folder.resolve():
+            return False, None, text + f"\nthe builder's library {library} is not in its build folder"
+        return True, str(path), text
+
+    def close(self) -> None:
+        """End builds still running for this worker (it is gone, or timed out)."""
+        self._closed = True
+        with self._lock:
+            builders = list(self._builders)
+        for builder in builders:
+            builder.kill()
+
+
+def open_channel(broker: BuildBroker) -> tuple[dict[str, str], tuple[int, int], Callable[[], None]]:
+    """Two pipes for one worker: returns the environment entry naming the worker's ends, those
+    ends (to pass to the child and close here once it has started) and a function that starts
+    serving on ours."""
+    request_r, request_w = os.pipe()
+    reply_r, reply_w = os.pipe()
+    os.set_inheritable(request_w, True)
+    os.set_inheritable(reply_r, True)
+
+    def start() -> None:
+        broker.serve(request_r, reply_w)
+
+    return {FDS_VAR: f"{request_w},{reply_r}"}, (request_w, reply_r), start

@@ -1,0 +1,97 @@
+"""The shared build cache is written only by the harness's trusted build step (#14): a worker
+asks for builds over a pipe, the harness keys them itself and builds each in a confined process
+writable only in that key's folder. A candidate cannot plant a library for another source."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelwright.fastext import build_key, cache_folder
+from kernelwright.harness.build.broker import BuildBroker
+from kernelwright.harness.process import confine
+from kernelwright.harness.session import evaluate
+from kernelwright.problems import resolve_problem
+from kernelwright.problems.candidate.cache import BUILT_MARK
+from tests.candidates import harness_options, write_case
+from tests.candidates.cpu_kit import CORRECT, HEADER
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")
+needs_landlock = pytest.mark.skipif(confine.probe().filesystem != "landlock", reason="needs Landlock")
+
+SOURCE = 'extern "C" int answer(int* out) { *out = 42; return 0; }\n'
+
+
+def _fast(name: str = "kw_broker_t", source: str = SOURCE, flags: list[str] | None = None) -> dict:
+    return {"kind": "fastext", "name": name, "source": source, "lang": "cpp", "flags": flags or [], "arch": ""}
+
+
+def test_the_harness_keys_builds_itself_and_reuses_complete_ones(tmp_path: Path) -> None:
+    broker = BuildBroker(tmp_path / "cache", {}, timeout_s=120)
+    first = broker.handle(_fast())
+    assert first["ok"] and first["cached"] is False, first.get("log")
+    folder = cache_folder(tmp_path / "cache" / "fastext", build_key("kw_broker_t", SOURCE, "cpp", [], ""))
+    assert Path(first["library"]).parent == folder.resolve() and (folder / BUILT_MARK).is_file()
+    again = broker.handle({**_fast(), "key": "0" * 64})  # a key the worker names is never read
+    assert again["ok"] and again["cached"] is True and again["library"] == first["library"]
+
+
+def test_a_folder_without_the_harness_s_mark_is_rebuilt_from_empty(tmp_path: Path) -> None:
+    """What a candidate (or a killed build) left in a key's folder is never taken as the build."""
+    folder = cache_folder(tmp_path / "cache" / "fastext", build_key("kw_broker_t", SOURCE, "cpp", [], ""))
+    folder.mkdir(parents=True)
+    planted = folder / "libkw_broker_t.so"
+    planted.write_bytes(b"not a library")
+    reply = BuildBroker(tmp_path / "cache", {}, timeout_s=120).handle(_fast())
+    assert reply["ok"] and reply["cached"] is False
+    assert planted.read_bytes() != b"not a library"  # built again by the builder
+
+
+def test_a_malformed_request_is_refused(tmp_path: Path) -> None:
+    broker = BuildBroker(tmp_path / "cache", {}, timeout_s=60)
+    with pytest.raises(ValueError):
+        broker.handle({"kind": "shell", "name": "x"})
+    with pytest.raises(ValueError):
+        broker.handle(_fast(name="../escape"))
+
+
+@needs_landlock
+def test_the_builder_writes_only_in_its_key_s_folder(tmp_path: Path) -> None:
+    """Compiler flags come from the candidate: one that makes g++ write a file elsewhere fails
+    in the confined builder, and nothing appears there."""
+    outside = tmp_path / "outside.d"
+    reply = BuildBroker(tmp_path / "cache", {}, timeout_s=120).handle(_fast(flags=["-MD", "-MF", str(outside)]))
+    assert not reply["ok"], "the builder wrote outside its folder"
+    assert not outside.exists()
+
+
+POISON = """
+import json, pathlib, sys
+_job = json.loads(pathlib.Path(sys.argv[-1]).read_text())
+_root = pathlib.Path(_job["build_cache"])
+for _target in (_root / "planted.txt", _root / "fastext" / "planted.txt"):
+    try:
+        _target.parent.mkdir(parents=True, exist_ok=True)
+        _target.write_text("a library for someone else's key")
+    except OSError as exc:
+        print("write refused:", _target, exc)
+"""
+
+
+@pytest.mark.slow
+@needs_landlock
+def test_a_candidate_cannot_write_the_shared_build_cache(tmp_path: Path, shared_home: Path) -> None:
+    """The candidate's worker still gets its extension (built by the harness's step), but its
+    own attempt to write into the shared cache is refused."""
+    source = CORRECT.source().replace(HEADER, HEADER + POISON)
+    path = write_case(tmp_path, "poisons_the_cache", source)
+    [result] = evaluate(resolve_problem("relu"), [path], harness_options(shared_home, "cpu"))
+    cache = shared_home / "build-cache"
+    assert not (cache / "planted.txt").exists() and not (cache / "fastext" / "planted.txt").exists()
+    assert result.verdict.value == "correct", result.message  # best-effort: flagged, not rejected
+    assert result.build_cached is not None
+    assert any(f.code == "write_outside_scratch" for f in result.flags), [f.code for f in result.flags]
+    assert json.loads(result.to_json())["isolation"]["filesystem"] == "landlock"
