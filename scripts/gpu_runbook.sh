@@ -16,10 +16,13 @@
 #   ipc     issue #12/#14: what isolation a CUDA worker gets here (probe, and a confined process
 #           after cuInit), the CUDA memory-handle tests, the harness GPU tests and the adversarial
 #           candidate with outputs handed over as handles, then relu at the default size
+#   sandbox issue #14: what a CUDA worker gets here as root and as an unprivileged user (the probe,
+#           both driver orders), `doctor`, the bundled relu oracles evaluated as that user, then the
+#           harness GPU tests and the adversarial candidate (builds through the trusted build step)
 #   batch   issue #16: judge the level-1 slice (benchmarks/level1_cuda) against its expected
 #           verdicts, then 100 candidates through `batch judge` with the breakdown
 set -uo pipefail
-phase=${1:?usage: scripts/gpu_runbook.sh core|agent|speed|ipc|batch}
+phase=${1:?usage: scripts/gpu_runbook.sh core|agent|speed|ipc|sandbox|batch}
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 KERNELWRIGHT_HOME=/tmp/kwhome
@@ -63,13 +66,25 @@ ipc)
         --mode session --runs 2 --out "$OUT/speed-relu.json" 2>&1 | tee "$OUT/speed-relu.log" | tail -12
     timeout 100 "${pytest_gpu[@]}" -m gpu --durations=5 tests/test_ask_gpu.py 2>&1 | tee "$OUT/ask-gpu.log" | tail -8
     ;;
+sandbox)
+    python3 scripts/isolation_report.py 2>&1 | tee "$OUT/isolation-root.txt"
+    python3 -m kernelwright doctor 2>&1 | tee "$OUT/doctor.txt" | tail -15
+    chmod -R a+rX "$PWD"; mkdir -p /tmp/kw-nobody && chown 65534:65534 /tmp/kw-nobody
+    as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/tmp/kw-nobody KERNELWRIGHT_HOME=/tmp/kw-nobody/home)
+    (cd /tmp/kw-nobody && "${as_nobody[@]}" python3 "$OLDPWD/scripts/isolation_report.py") 2>&1 | tee "$OUT/isolation-nobody.txt"
+    (cd /tmp/kw-nobody && timeout 200 "${as_nobody[@]}" python3 -m kernelwright eval relu --bundled --device cuda \
+        --size small --json) > "$OUT/nobody-eval.json" 2> "$OUT/nobody-eval.err"; echo "nobody eval exit $?"
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); [print(r.get('candidate','')[-40:], r['verdict'], r.get('reason'), r.get('isolation',{}).get('network'), r.get('isolation',{}).get('cuda_driver')) for r in d.get('results',[])]" "$OUT/nobody-eval.json"; tail -5 "$OUT/nobody-eval.err"
+    timeout 330 "${pytest_gpu[@]}" -m gpu -n 8 --dist loadgroup --timeout 320 tests/test_cuda_ipc_gpu.py \
+        tests/test_harness_gpu.py tests/test_sandbox_adversarial.py 2>&1 | tee "$OUT/sandbox-pytest.log" | tail -50
+    ;;
 batch)
     timeout 300 "${pytest_gpu[@]}" -m gpu --timeout 290 tests/test_batch_gpu.py 2>&1 | tee "$OUT/batch-slice.log" | tail -30
     timeout 280 python3 scripts/bench_batch.py --device cuda --from-slice benchmarks/level1_cuda --n 100 \
         --cold-builds --out "$OUT/bench-batch" --json "$OUT/bench-batch.json" 2>&1 | tee "$OUT/batch-bench.log" | tail -30
     ;;
 *)
-    echo "unknown phase $phase (core, agent, speed, batch)" >&2
+    echo "unknown phase $phase (core, agent, speed, ipc, sandbox, batch)" >&2
     exit 2
     ;;
 esac

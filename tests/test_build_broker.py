@@ -95,3 +95,34 @@ def test_a_candidate_cannot_write_the_shared_build_cache(tmp_path: Path, shared_
     assert result.build_cached is not None
     assert any(f.code == "write_outside_scratch" for f in result.flags), [f.code for f in result.flags]
     assert json.loads(result.to_json())["isolation"]["filesystem"] == "landlock"
+
+
+INDUCTOR_POISON = """
+import os, pathlib
+for _name in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
+    _target = pathlib.Path(os.environ[_name]) / "planted.txt"
+    print(_name, "now", _target)
+_shared = pathlib.Path({shared!r})
+for _target in (_shared / "planted.txt", _shared / "triton" / "planted.txt"):
+    try:
+        _target.parent.mkdir(parents=True, exist_ok=True)
+        _target.write_text("an entry for a later baseline compile")
+    except OSError as exc:
+        print("write refused:", _target, exc)
+"""
+
+
+@pytest.mark.slow
+@needs_landlock
+def test_the_shared_compile_caches_are_sealed_before_the_candidate_runs(tmp_path: Path, shared_home: Path) -> None:
+    """The baselines compile into the shared inductor/triton caches before any candidate code
+    runs; then a further Landlock layer takes them away: the candidate's write is refused."""
+    shared = tmp_path / "inductor-cache"
+    source = CORRECT.source().replace(HEADER, HEADER + INDUCTOR_POISON.format(shared=str(shared)))
+    path = write_case(tmp_path, "poisons_inductor", source)
+    opts = harness_options(shared_home, "cpu", inductor_cache=shared, timing=True)
+    [result] = evaluate(resolve_problem("relu"), [path], opts)
+    assert not (shared / "planted.txt").exists() and not (shared / "triton" / "planted.txt").exists()
+    assert result.isolation is not None and result.isolation.shared_caches == "sealed"
+    assert str(shared) not in " ".join(result.isolation.writable)
+    assert any(f.code == "write_outside_scratch" for f in result.flags), [f.code for f in result.flags]

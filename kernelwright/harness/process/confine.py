@@ -251,6 +251,21 @@ def _threads() -> int:
         return 1
 
 
+def restrict_writes(writable: list[Path], notes: list[str]) -> bool:
+    """A further Landlock layer on this thread (and what it starts from now on): writes only
+    beneath `writable`. Layers stack, so this can only take away. False (with a note) where
+    Landlock is missing or refuses."""
+    folders = []
+    for folder in writable:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            folders.append(folder.resolve())
+        except OSError as exc:
+            notes.append(f"cannot create writable folder {folder}: {exc}")
+    confined, _ = _landlock(folders, notes)
+    return confined
+
+
 CUDA_INIT_VAR = "KERNELWRIGHT_CUDA_INIT"  # "after-layers": this host's driver starts under the layers (probed)
 
 

@@ -167,6 +167,11 @@ class Isolation(BaseModel):
         description="The CUDA driver's helper threads: started under the layers (inside), before them "
         "(outside: they run driver code unconfined), or no driver started at confinement (none).",
     )
+    shared_caches: Literal["sealed", "writable", "none"] = Field(
+        default="none",
+        description="The shared inductor and triton caches: writable while the baselines were compiled, then "
+        "sealed (a further Landlock layer) before the candidate was imported; or writable throughout; or none given.",
+    )
     writable: list[str] = Field(default_factory=list, description="Where the worker could write.")
     notes: list[str] = Field(default_factory=list, description="Why a layer is missing.")
 

@@ -42,6 +42,7 @@ class Channel:
         os.dup2(2, 1)  # stray prints and compiler output join stderr
         sys.stdout = sys.stderr
         self.audit: AttemptLog | None = None
+        self.isolation: Any = None  # what `_isolate` put this process under (an Isolation)
         self._seq = 0
 
     def send(self, event: str, phase: str, **data: Any) -> None:
@@ -421,6 +422,35 @@ def writable_folders(job: WorkerJob, environ: dict[str, str] | os._Environ[str])
     return list(dict.fromkeys(folders))
 
 
+_SHARED_CACHES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+
+
+def _seal_shared_caches(job: WorkerJob, chan: Channel, isolation: Any) -> None:
+    """Before the candidate's file runs: the shared inductor and triton caches, which compiled
+    the baselines (no candidate code had run), are taken out of the writable folders by a further
+    Landlock layer, and this process's later compiles (the candidate's own triton kernels) go to
+    caches in its scratch. So a candidate cannot leave an entry there for a later baseline."""
+    from kernelwright.harness.process import confine
+
+    shared = [Path(os.environ[name]) for name in _SHARED_CACHES if os.environ.get(name)]
+    if not shared or isolation is None:
+        return
+    private = job.out_dir / "caches"
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(private / "inductor")
+    os.environ["TRITON_CACHE_DIR"] = str(private / "triton")
+    if isolation.filesystem != "landlock":
+        isolation.shared_caches = "writable"
+    else:
+        writable = [f for f in writable_folders(job, os.environ) if f not in shared]
+        sealed = confine.restrict_writes(writable, isolation.notes)
+        isolation.shared_caches = "sealed" if sealed else "writable"
+        if sealed:
+            isolation.writable = [str(f) for f in writable] + ["/dev (existing devices, not /dev/shm)"]
+            if chan.audit is not None:
+                chan.audit.writable = tuple(os.path.realpath(f) for f in writable)
+    chan.send("phase", "sandbox", isolation=isolation.model_dump(), refused="")
+
+
 def _isolate(job: WorkerJob, chan: Channel) -> bool:
     """Confine this process and report how; False when strict mode cannot be honoured."""
     from kernelwright.harness.process import audit, confine
@@ -432,6 +462,7 @@ def _isolate(job: WorkerJob, chan: Channel) -> bool:
     chan.audit = audit.install(writable)
     missing = isolation.missing() if mode == "strict" else []
     chan.send("phase", "sandbox", isolation=isolation.model_dump(), refused="; ".join(missing))
+    chan.isolation = isolation
     return not missing
 
 
@@ -456,6 +487,7 @@ def main(argv: list[str]) -> int:
             return 0
         assignment = CandidateAssignment.model_validate_json(argument)
         job.candidate_path = assignment.candidate_path
+    _seal_shared_caches(job, chan, chan.isolation)
     if not session.build() or job.mode == "build":
         return 0
     while True:  # the harness drives the phases: trials, work share, timing, in its order
