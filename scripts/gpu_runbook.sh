@@ -18,7 +18,8 @@
 #           candidate with outputs handed over as handles, then relu at the default size
 #   sandbox issue #14: what a CUDA worker gets here as root and as an unprivileged user (the probe,
 #           both driver orders), `doctor`, the bundled relu oracles evaluated as that user, then the
-#           harness GPU tests and the adversarial candidate (builds through the trusted build step)
+#           a candidate profiled under ncu in the sandbox, the harness GPU tests, the adversarial
+#           candidate and the ncu tests (builds through the trusted build step)
 #   batch   issue #16: judge the level-1 slice (benchmarks/level1_cuda) against its expected
 #           verdicts, then 100 candidates through `batch judge` with the breakdown
 set -uo pipefail
@@ -75,8 +76,12 @@ sandbox)
     (cd /tmp/kw-nobody && timeout 200 "${as_nobody[@]}" python3 -m kernelwright eval relu --bundled --device cuda \
         --size small --json) > "$OUT/nobody-eval.json" 2> "$OUT/nobody-eval.err"; echo "nobody eval exit $?"
     python3 -c "import json,sys; d=json.load(open(sys.argv[1])); [print(r.get('candidate','')[-40:], r['verdict'], r.get('reason'), r.get('isolation',{}).get('network'), r.get('isolation',{}).get('cuda_driver')) for r in d.get('results',[])]" "$OUT/nobody-eval.json"; tail -5 "$OUT/nobody-eval.err"
+    timeout 100 python3 -m kernelwright profile relu kernelwright/problems/solutions/relu/cuda_fast.py --size small \
+        --json --out "$OUT/profile-relu" > "$OUT/profile.json" 2> "$OUT/profile.err"; echo "profile exit $?"
+    grep -o '"candidate_sandbox": "[^"]*"' "$OUT/profile.json"; tail -3 "$OUT/profile.err"
     timeout 330 "${pytest_gpu[@]}" -m gpu -n 8 --dist loadgroup --timeout 320 tests/test_cuda_ipc_gpu.py \
-        tests/test_harness_gpu.py tests/test_sandbox_adversarial.py 2>&1 | tee "$OUT/sandbox-pytest.log" | tail -50
+        tests/test_harness_gpu.py tests/test_sandbox_adversarial.py tests/test_ncu_gpu.py \
+        2>&1 | tee "$OUT/sandbox-pytest.log" | tail -50
     ;;
 batch)
     timeout 300 "${pytest_gpu[@]}" -m gpu --timeout 290 tests/test_batch_gpu.py 2>&1 | tee "$OUT/batch-slice.log" | tail -30

@@ -14,8 +14,9 @@ from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import CandidateProfile
 from kernelwright.config import Settings
 from kernelwright.errors import KernelwrightError
-from kernelwright.profiler import NcuOptions, find_ncu, profile_problem
-from kernelwright.tools.profile import candidate_ownership, digest_file
+from kernelwright.harness.process.isolation import SandboxMode
+from kernelwright.profiler import NcuOptions, find_ncu
+from kernelwright.tools.profile import candidate_ownership, digest_file, profile_candidate
 
 log = logging.getLogger(__name__)
 
@@ -27,18 +28,21 @@ class NcuProfiler:
     build_cache: Path | None
     options: NcuOptions = field(default_factory=lambda: NcuOptions(launch_count=None))
     timeout_s: float = 300.0
+    sandbox: SandboxMode = "best-effort"
 
     def profile(self, candidate: Path, report_path: Path) -> CandidateProfile:
         report_path.parent.mkdir(parents=True, exist_ok=True)
-        result = profile_problem(
+        result = profile_candidate(
             self.problem,
             candidate,
             report_path=report_path,
+            sandbox=self.sandbox,
             options=self.options,
             size=self.size,
             timeout_s=self.timeout_s,
             build_cache=self.build_cache,
         )
+        log.info("profiled %s: %s", candidate.name, result.sandbox)
         if not result.ok or result.report_path is None:
             return CandidateProfile(ok=False, text=result.one_line())
         try:
@@ -65,4 +69,4 @@ def make_profiler(config: AgentConfig, settings: Settings) -> tuple[NcuProfiler 
         return None, "this run is on the CPU"
     if find_ncu() is None:
         return None, "ncu (Nsight Compute) was not found ($KERNELWRIGHT_NCU, PATH, /usr/local/cuda/bin)"
-    return NcuProfiler(config.problem, config.size, settings.build_cache_dir), ""
+    return NcuProfiler(config.problem, config.size, settings.build_cache_dir, sandbox=settings.sandbox), ""

@@ -92,7 +92,13 @@ def register(app: typer.Typer) -> None:
 
         With REFERENCE CANDIDATE, both are profiled, the digests are diffed, and the candidate's own kernels (its __global__ / @triton.jit names) are matched against ncu's kernel records."""
         from kernelwright.profiler import profile_problem, run_ncu
-        from kernelwright.tools.profile import candidate_ownership, digest_file, ensure_ok, ncu_options
+        from kernelwright.tools.profile import (
+            candidate_ownership,
+            digest_file,
+            ensure_ok,
+            ncu_options,
+            profile_candidate,
+        )
 
         if report is not None:
             if targets:
@@ -123,10 +129,15 @@ def register(app: typer.Typer) -> None:
             digests: dict[str, NcuDigest] = {}
             extra: dict[str, Any] = {}
             for name, cand in runs.items():
-                result = profile_problem(
-                    targets[0], cand, report_path=folder / f"{name}.ncu-rep", options=opts,
-                    warmup=warmup, size=size, timeout_s=timeout, build_cache=settings.build_cache_dir,
-                )  # fmt: skip
+                common: dict[str, Any] = {
+                    "report_path": folder / f"{name}.ncu-rep", "options": opts, "warmup": warmup, "size": size,
+                    "timeout_s": timeout, "build_cache": settings.build_cache_dir,
+                }  # fmt: skip
+                if cand is None:  # the problem's own reference: the user's code, run as it is
+                    result = profile_problem(targets[0], None, **common)
+                else:  # candidate code: inside the sandbox's layers (see tools/profile.py)
+                    result = profile_candidate(targets[0], cand, sandbox=settings.sandbox, **common)
+                    extra["candidate_sandbox"] = result.sandbox
                 ensure_ok(result)
                 assert result.report_path is not None
                 digests[name] = digest_file(result.report_path, kernel)

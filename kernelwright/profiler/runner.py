@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from kernelwright.errors import ExitCode
 
@@ -105,6 +105,10 @@ class ProfileResult(BaseModel):
     duration_s: float = 0.0
     stdout_tail: str = ""
     stderr_tail: str = ""
+    sandbox: str = Field(
+        default="",
+        description="How the profiled target was isolated (set by who ran it; empty: not sandboxed, e.g. a reference).",
+    )
 
     @property
     def ok(self) -> bool:
@@ -301,6 +305,7 @@ def target_command(
     size: str = "default",
     build_cache: Path | None = None,
     python: str | None = None,
+    private_build_cache: Path | None = None,
 ) -> list[str]:
     """argv of the target script that runs a problem (or a candidate for it) for ncu; the
     candidate's extensions come from `build_cache` (None: the target's configured one)."""
@@ -308,6 +313,8 @@ def target_command(
     if candidate is not None:
         cmd.append(str(candidate))
     cmd += ["--warmup", str(warmup), "--iters", str(iters), "--size", size]
+    if private_build_cache is not None:
+        cmd += ["--private-build-cache", str(private_build_cache)]
     return [*cmd, "--build-cache", str(build_cache)] if build_cache is not None else cmd
 
 
@@ -322,8 +329,12 @@ def profile_problem(
     size: str = "default",
     timeout_s: float = 300.0,
     build_cache: Path | None = None,
+    launcher: Sequence[str] = (),
+    private_build_cache: Path | None = None,
 ) -> ProfileResult:
     """Profile one forward pass of a problem's reference (or of a candidate's ModelNew) after warm-up.
+    `launcher` is put before the target's command (a sandbox that then execs it), and
+    `private_build_cache` is where a target that may not write `build_cache` builds.
 
     Only the launches between cudaProfilerStart/Stop are profiled (the target script brackets the
     measured iterations with them), so warm-up and setup kernels never reach the report. The
@@ -345,5 +356,13 @@ def profile_problem(
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    cmd = target_command(problem, candidate, warmup=warmup, iters=iters, size=size, build_cache=build_cache)
-    return run_ncu(cmd, report_path, opts, timeout_s=timeout_s, env=env)
+    cmd = target_command(
+        problem,
+        candidate,
+        warmup=warmup,
+        iters=iters,
+        size=size,
+        build_cache=build_cache,
+        private_build_cache=private_build_cache,
+    )
+    return run_ncu([*launcher, *cmd], report_path, opts, timeout_s=timeout_s, env=env)

@@ -1,6 +1,7 @@
 """What ncu profiles: one problem's reference (or a candidate's ModelNew) run on the GPU.
 
     python -m kernelwright.profiler.target PROBLEM [CANDIDATE] --warmup N --iters M [--build-cache DIR]
+        [--private-build-cache DIR]
 
 The candidate is loaded as the harness's worker loads it (`kernelwright.problems.candidate`), its
 extensions taken from the build cache (`--build-cache`, else the configured one) when `eval` has
@@ -21,13 +22,14 @@ NVTX_RANGE = "kernelwright_profile"
 EXIT_USAGE, EXIT_CRASH, EXIT_NO_GPU = 2, 4, 5
 
 
-def candidate_class(path: Path, build_cache: Path) -> Any:
-    """The candidate's ModelNew, its extensions built in (or taken from) `build_cache`; reports
-    each build on stderr. Raises whatever loading the file raises."""
+def candidate_class(path: Path, build_cache: Path, private_cache: Path | None = None) -> Any:
+    """The candidate's ModelNew, its extensions built in (or taken from) `build_cache`; with
+    `private_cache` (a sandboxed target), `build_cache` is only read and new builds go there.
+    Reports each build on stderr. Raises whatever loading the file raises."""
     from kernelwright.problems.candidate import load_candidate
 
     builds: list[dict[str, Any]] = []
-    module = load_candidate(path, build_cache, builds=builds)
+    module = load_candidate(path, build_cache, builds=builds, private_root=private_cache)
     for build in builds:
         how = "from the build cache" if build["cached"] else "built"
         print(f"extension {build['name']}: {how} in {build['seconds']:.1f} s ({build_cache})", file=sys.stderr)
@@ -42,6 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iters", type=int, default=1)
     parser.add_argument("--size", choices=("default", "small"), default="default")
     parser.add_argument("--build-cache", type=Path, help="build cache folder (default: the configured one)")
+    parser.add_argument(
+        "--private-build-cache", type=Path, help="read --build-cache only; build what is not complete there here"
+    )
     args = parser.parse_args(argv)
 
     import torch
@@ -66,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     model_cls: Any = inst.model_class
     if args.candidate:
         try:
-            model_cls = candidate_class(Path(args.candidate), build_cache)
+            model_cls = candidate_class(Path(args.candidate), build_cache, args.private_build_cache)
         except Exception as exc:  # the candidate is user code: report, don't crash the profiler
             print(f"bad candidate file: {type(exc).__name__}: {exc}", file=sys.stderr)
             return EXIT_USAGE

@@ -8,12 +8,15 @@ kernels took.
 from __future__ import annotations
 
 import logging
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from kernelwright.errors import CandidateCrashed, EnvironmentProblem, KernelwrightError, UsageError
 from kernelwright.hardware_specs import peaks
 from kernelwright.harness.checks.static.analysis import analyze_candidate
+from kernelwright.harness.process.confined_exec import ISOLATION_FILE, wrapper_argv
+from kernelwright.harness.process.isolation import Isolation, SandboxMode
 from kernelwright.profiler import (
     DEFAULT_SECTIONS,
     NcuDigest,
@@ -23,6 +26,7 @@ from kernelwright.profiler import (
     build_digest,
     kernel_ownership,
     load_report,
+    profile_problem,
 )
 
 log = logging.getLogger(__name__)
@@ -59,6 +63,54 @@ def digest_file(path: Path, kernel_regex: str | None = None) -> NcuDigest:
     digest = build_digest(selected, **roofline_peaks(selected[0].text(GPU_NAME_METRIC)))
     assert digest is not None
     return digest
+
+
+# What the target prints when the candidate, not the sandbox, is the problem (profiler/target.py).
+_CANDIDATE_FAILED = ("bad candidate file", "model raised")
+
+
+def _describe(isolation: Isolation | None) -> str:
+    if isolation is None:
+        return "unknown: the sandbox's wrapper reported nothing"
+    layers = [
+        f"network {isolation.network}",
+        f"files {isolation.filesystem}",
+        f"capabilities {isolation.capabilities}",
+        f"sockets {isolation.sockets}",
+        "secrets removed from the environment",
+    ]
+    return "confined: " + ", ".join(layers)
+
+
+def profile_candidate(
+    problem: str, candidate: Path, *, report_path: Path, sandbox: SandboxMode = "best-effort", **kwargs: Any
+) -> ProfileResult:
+    """Profile a candidate under ncu with its target inside the sandbox's layers (network
+    namespace, Landlock, no capabilities, no Unix sockets, no secrets in its environment; the
+    shared build cache only read: builds the harness completed are loaded, others made in the
+    target's scratch). Where ncu cannot profile a confined target on this host, best-effort
+    profiles it without the layers and strict does not; `ProfileResult.sandbox` says which.
+    `kwargs` go to `profile_problem`."""
+    with tempfile.TemporaryDirectory(prefix="kw-profile-") as scratch:
+        root = Path(scratch)
+        result = profile_problem(
+            problem,
+            candidate,
+            report_path=report_path,
+            launcher=wrapper_argv(root, sandbox),
+            private_build_cache=root / "build-cache",
+            **kwargs,
+        )
+        written = root / ISOLATION_FILE
+        isolation = Isolation.model_validate_json(written.read_text()) if written.is_file() else None
+    result.sandbox = _describe(isolation)
+    text = result.stderr_tail + result.stdout_tail
+    if result.ok or any(marker in text for marker in _CANDIDATE_FAILED) or sandbox == "strict":
+        return result
+    log.warning("ncu could not profile the sandboxed target (%s); profiling without the sandbox", result.one_line())
+    retry = profile_problem(problem, candidate, report_path=report_path, **kwargs)
+    retry.sandbox = f"none: under the sandbox ncu failed ({result.one_line()[:300]}); profiled without it"
+    return retry
 
 
 def ensure_ok(result: ProfileResult) -> None:

@@ -148,11 +148,12 @@ class CandidateSession:
             remote = PipeBuilds.from_env(os.environ.get(BUILD_FDS_VAR))
             self.module = load_candidate(
                 self.job.candidate_path,
-                # Without the harness's build step (a worker started by hand), builds stay private.
-                self.job.build_cache if remote is not None else self.job.out_dir / "build-cache",
+                self.job.build_cache,
                 wrap=self.recorder.wrap,
                 builds=self.recorder.builds,
                 remote=remote,
+                # Without the harness's build step (a worker started by hand), new builds stay private.
+                private_root=self.job.out_dir / "build-cache" if remote is None else None,
             )
         except SyntaxError as exc:
             self.chan.send(

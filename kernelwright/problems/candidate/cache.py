@@ -18,13 +18,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from kernelwright.fastext import cache_folder, locked_folder, toolchain
+from kernelwright.fastext import BUILT_MARK, cache_folder, locked_folder, toolchain
+
+__all__ = ["BUILT_MARK", "BuildCache", "cache_key", "json_safe"]
 
 log = logging.getLogger(__name__)
-
-# Written in a key's folder by the harness's trusted build step once its build is complete (see
-# harness/build/broker.py); a folder without it is rebuilt from empty by that step.
-BUILT_MARK = "kw-built.json"
 
 
 def json_safe(value: Any) -> Any:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelwright import fastext
-from kernelwright.problems.candidate.cache import BuildCache, cache_key
+from kernelwright.problems.candidate.cache import BUILT_MARK, BuildCache, cache_key
 from kernelwright.problems.execution import exec_as_module
 
 MODULE_NAME = "kernelwright_candidate"
@@ -37,6 +37,7 @@ class _Routing:
 
     cache: BuildCache | None = None
     remote: Remote | None = None  # the harness's trusted build step (a worker), else build here
+    private: BuildCache | None = None  # where builds not complete in `cache` go, if `cache` is read-only
     wrap: Wrap | None = None
     builds: list[dict[str, Any]] = field(default_factory=list)
     patched: bool = False
@@ -52,6 +53,7 @@ def load_candidate(
     wrap: Wrap | None = None,
     builds: list[dict[str, Any]] | None = None,
     remote: Remote | None = None,
+    private_root: Path | None = None,
 ) -> types.ModuleType:
     """Run the candidate file at `path` as the module `kernelwright_candidate`, its extensions
     built in (or taken from) the build cache under `build_cache_root`; with `remote` (a harness
@@ -62,15 +64,22 @@ def load_candidate(
     `fast` for the fast form),
     and every function an extension hands out is passed through `wrap` first. Whatever the file
     raises (a SyntaxError, a compiler error) propagates."""
-    _route_builds(Path(build_cache_root), wrap, builds if builds is not None else [], remote)
+    _route_builds(Path(build_cache_root), wrap, builds if builds is not None else [], remote, private_root)
     path = Path(path)
     return exec_as_module(path.read_text(), path, MODULE_NAME)
 
 
-def _route_builds(cache_root: Path, wrap: Wrap | None, builds: list[dict[str, Any]], remote: Remote | None) -> None:
-    fastext.configure(cache_root / "fastext", wrap=wrap, builds=builds, remote=remote)
+def _route_builds(
+    cache_root: Path,
+    wrap: Wrap | None,
+    builds: list[dict[str, Any]],
+    remote: Remote | None,
+    private_root: Path | None = None,
+) -> None:
+    private_fast = private_root / "fastext" if private_root is not None else None
+    fastext.configure(cache_root / "fastext", wrap=wrap, builds=builds, remote=remote, private_root=private_fast)
     _ROUTING.cache, _ROUTING.wrap, _ROUTING.builds = BuildCache(cache_root), wrap, builds
-    _ROUTING.remote = remote
+    _ROUTING.remote, _ROUTING.private = remote, BuildCache(private_root) if private_root is not None else None
     if not _ROUTING.patched:
         _patch_cpp_extension()
         _ROUTING.patched = True
@@ -113,6 +122,24 @@ def _patch_cpp_extension() -> None:
             if wrap is not None and isinstance(module, types.ModuleType):
                 return _wrap_module(module, name, wrap)
             return module
+        marked = cache.folder(key) / BUILT_MARK
+        if marked.is_file():  # complete (the harness's build step marked it): load, write nothing
+            start = time.perf_counter()
+            module = cpp._import_module_from_library(name, str(marked.parent), bound.arguments["is_python_module"])
+            library = getattr(module, "__file__", None) or (module if isinstance(module, str) else None)
+            builds.append(
+                {
+                    "name": name,
+                    "key": key[:24],
+                    "cached": True,
+                    "seconds": time.perf_counter() - start,
+                    "library": str(library) if library else None,
+                }
+            )
+            if wrap is not None and isinstance(module, types.ModuleType):
+                return _wrap_module(module, name, wrap)
+            return module
+        cache = _ROUTING.private or cache
         with cache.locked(key) as folder:
             cached = cache.is_built(key, name)
             start = time.perf_counter()
