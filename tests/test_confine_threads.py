@@ -100,3 +100,34 @@ def test_a_thread_running_before_the_driver_still_refuses_the_layers(tmp_path: P
     isolation = got["isolation"]
     assert (isolation["filesystem"], isolation["network"]) == ("none", "none")
     assert any("already ran threads" in note for note in isolation["notes"]), isolation["notes"]
+
+
+EXEC_CASE = """
+import os, sys, threading, time
+from pathlib import Path
+from kernelwright.harness.process import confine
+
+threading.Thread(target=time.sleep, args=(30,), daemon=True).start()  # e.g. a profiler's injected library
+isolation = confine.confine([Path(sys.argv[1])], "best-effort", before_exec=True)
+print(isolation.model_dump_json(), flush=True)
+after = "import os, pathlib, sys\\n" + (
+    "try:\\n    pathlib.Path(sys.argv[1]).write_text('x'); print('wrote')\\nexcept OSError:\\n    print('refused')\\n"
+    "print('threads', len(os.listdir('/proc/self/task')))\\n"
+)
+os.execv(sys.executable, [sys.executable, "-c", after, str(Path(sys.argv[1]).parent / "outside.txt")])
+"""
+
+
+@pytest.mark.skipif(confine.probe().filesystem != "landlock", reason="needs Landlock")
+def test_threads_that_end_at_the_next_exec_do_not_cost_the_layers(tmp_path: Path) -> None:
+    """`confined_exec` runs as ncu's target, whose injected library starts threads first: they end
+    at the exec, and the program exec'd starts single-threaded under the layers."""
+    done = subprocess.run(
+        [sys.executable, "-c", EXEC_CASE, str(tmp_path / "scratch")],
+        capture_output=True, text=True, timeout=60, check=True, cwd=Path(__file__).resolve().parents[1],
+    )  # fmt: skip
+    lines = done.stdout.strip().splitlines()
+    isolation = json.loads(lines[0])
+    assert isolation["filesystem"] == "landlock" and isolation["network"] != "none"
+    assert any("end at the exec" in note for note in isolation["notes"]), isolation["notes"]
+    assert lines[1:] == ["refused", "threads 1"] and not (tmp_path / "outside.txt").exists()

@@ -131,10 +131,33 @@ def test_profiling_falls_back_only_when_the_sandbox_is_the_problem(
         return first.model_copy() if len(calls) == 1 else _result(ProfileStatus.OK)
 
     monkeypatch.setattr(profile_tool, "profile_problem", fake)
+    monkeypatch.setattr(profile_tool.confine, "cuda_after_layers", lambda: (True, ""))
     result = profile_tool.profile_candidate("relu", tmp_path / "c.py", report_path=tmp_path / "r", sandbox=mode)
     assert len(calls) == (2 if retried else 1)
     assert calls[0]["launcher"] and "private_build_cache" in calls[0]
+    assert all(call["drop_env"]("OPENAI_API_KEY") for call in calls)  # secrets never reach ncu
     if retried:
         assert "launcher" not in calls[1] and result.ok and result.sandbox.startswith("none: under the sandbox")
     else:
         assert result.status == first.status and not result.sandbox.startswith("none")
+
+
+def test_where_the_driver_cannot_start_confined_the_profile_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Seen on an H100 host: cuInit needs a Unix-domain socket, so a target confined before its
+    driver starts cannot use the GPU. Best-effort profiles without the layers (no secrets) and
+    says why; strict refuses."""
+    calls: list[dict] = []
+
+    def fake(problem: str, candidate: Path, **kwargs: object) -> ProfileResult:
+        calls.append(kwargs)
+        return _result(ProfileStatus.OK)
+
+    monkeypatch.setattr(profile_tool, "profile_problem", fake)
+    monkeypatch.setattr(profile_tool.confine, "cuda_after_layers", lambda: (False, "cuInit returned 304"))
+    result = profile_tool.profile_candidate("relu", tmp_path / "c.py", report_path=tmp_path / "r")
+    assert result.ok and "cuInit returned 304" in result.sandbox and result.sandbox.startswith("none")
+    assert len(calls) == 1 and "launcher" not in calls[0] and calls[0]["drop_env"]("KERNELWRIGHT_LLM_API_KEY")
+    refused = profile_tool.profile_candidate("relu", tmp_path / "c.py", report_path=tmp_path / "r", sandbox="strict")
+    assert not refused.ok and refused.sandbox == "refused" and len(calls) == 1

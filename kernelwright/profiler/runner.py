@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -331,10 +331,12 @@ def profile_problem(
     build_cache: Path | None = None,
     launcher: Sequence[str] = (),
     private_build_cache: Path | None = None,
+    drop_env: Callable[[str], bool] | None = None,
 ) -> ProfileResult:
     """Profile one forward pass of a problem's reference (or of a candidate's ModelNew) after warm-up.
     `launcher` is put before the target's command (a sandbox that then execs it), and
-    `private_build_cache` is where a target that may not write `build_cache` builds.
+    `private_build_cache` is where a target that may not write `build_cache` builds, and
+    variables whose names `drop_env` picks never reach ncu or the target (secrets).
 
     Only the launches between cudaProfilerStart/Stop are profiled (the target script brackets the
     measured iterations with them), so warm-up and setup kernels never reach the report. The
@@ -353,7 +355,7 @@ def profile_problem(
         clock_control=base.clock_control,
         extra_args=base.extra_args,
     )
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if drop_env is None or not drop_env(k)}
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     cmd = target_command(

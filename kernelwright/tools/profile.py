@@ -15,8 +15,9 @@ from typing import Any
 from kernelwright.errors import CandidateCrashed, EnvironmentProblem, KernelwrightError, UsageError
 from kernelwright.hardware_specs import peaks
 from kernelwright.harness.checks.static.analysis import analyze_candidate
+from kernelwright.harness.process import confine
 from kernelwright.harness.process.confined_exec import ISOLATION_FILE, wrapper_argv
-from kernelwright.harness.process.isolation import Isolation, SandboxMode
+from kernelwright.harness.process.isolation import Isolation, SandboxMode, looks_secret
 from kernelwright.profiler import (
     DEFAULT_SECTIONS,
     NcuDigest,
@@ -86,11 +87,25 @@ def profile_candidate(
     problem: str, candidate: Path, *, report_path: Path, sandbox: SandboxMode = "best-effort", **kwargs: Any
 ) -> ProfileResult:
     """Profile a candidate under ncu with its target inside the sandbox's layers (network
-    namespace, Landlock, no capabilities, no Unix sockets, no secrets in its environment; the
-    shared build cache only read: builds the harness completed are loaded, others made in the
-    target's scratch). Where ncu cannot profile a confined target on this host, best-effort
-    profiles it without the layers and strict does not; `ProfileResult.sandbox` says which.
-    `kwargs` go to `profile_problem`."""
+    namespace, Landlock, no capabilities, no Unix sockets; the shared build cache only read:
+    builds the harness completed are loaded, others made in the target's scratch). Secrets never
+    reach ncu or the target. The target starts the CUDA driver after the layers, so on a host
+    whose driver does not start under them (`confine.cuda_after_layers`), and where ncu fails on
+    a confined target, best-effort profiles without the layers and strict does not;
+    `ProfileResult.sandbox` says which. `kwargs` go to `profile_problem`."""
+    works, why = confine.cuda_after_layers()
+    if not works:
+        if sandbox == "strict":
+            return ProfileResult(
+                status=ProfileStatus.FAILED,
+                message=f"--sandbox strict: the candidate's ncu target cannot be confined here: the CUDA driver "
+                f"does not start under the layers ({why})",
+                hint="`--sandbox best-effort` profiles it without them",
+                sandbox="refused",
+            )
+        result = profile_problem(problem, candidate, report_path=report_path, drop_env=looks_secret, **kwargs)
+        result.sandbox = f"none: this host's CUDA driver does not start under the layers ({why}); secrets removed"
+        return result
     with tempfile.TemporaryDirectory(prefix="kw-profile-") as scratch:
         root = Path(scratch)
         result = profile_problem(
@@ -99,6 +114,7 @@ def profile_candidate(
             report_path=report_path,
             launcher=wrapper_argv(root, sandbox),
             private_build_cache=root / "build-cache",
+            drop_env=looks_secret,
             **kwargs,
         )
         written = root / ISOLATION_FILE
@@ -108,7 +124,7 @@ def profile_candidate(
     if result.ok or any(marker in text for marker in _CANDIDATE_FAILED) or sandbox == "strict":
         return result
     log.warning("ncu could not profile the sandboxed target (%s); profiling without the sandbox", result.one_line())
-    retry = profile_problem(problem, candidate, report_path=report_path, **kwargs)
+    retry = profile_problem(problem, candidate, report_path=report_path, drop_env=looks_secret, **kwargs)
     retry.sandbox = f"none: under the sandbox ncu failed ({result.one_line()[:300]}); profiled without it"
     return retry
 

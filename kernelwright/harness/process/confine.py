@@ -283,7 +283,7 @@ def _init_cuda_driver(notes: list[str]) -> bool:
     return True
 
 
-def confine(writable: list[Path], mode: SandboxMode, *, cuda: bool = False) -> Isolation:
+def confine(writable: list[Path], mode: SandboxMode, *, cuda: bool = False, before_exec: bool = False) -> Isolation:
     """Put this process (and all it will start) under every layer the kernel allows. Call once,
     first thing, while the process is single-threaded; `writable` folders are created if needed.
 
@@ -295,7 +295,12 @@ def confine(writable: list[Path], mode: SandboxMode, *, cuda: bool = False) -> I
     nodes through the setuid nvidia-modprobe, which no-new-privs forbids): the layers then go on
     this thread, which runs the candidate and starts everything it makes, the driver's threads
     stay outside (`Isolation.cuda_driver` says which), and a non-root worker gets no network
-    namespace (a user namespace needs a single-threaded process; Landlock alone denies TCP)."""
+    namespace (a user namespace needs a single-threaded process; Landlock alone denies TCP).
+
+    With `before_exec`, the caller replaces itself with another program next (`confined_exec`):
+    threads already running (a profiler's injected library) end at that `exec`, and the new
+    program starts single-threaded under the layers this thread carries, so they are no reason
+    to refuse the layers."""
     notes: list[str] = []
     threads_before = _threads()
     after = cuda and os.environ.get(CUDA_INIT_VAR) == "after-layers" and threads_before == 1
@@ -311,13 +316,15 @@ def confine(writable: list[Path], mode: SandboxMode, *, cuda: bool = False) -> I
     if not sys.platform.startswith("linux"):
         return Isolation(mode=mode, network="none", filesystem="none", capabilities="kept", notes=["not Linux"])
     rlimits = _rlimits(notes)
-    if threads_before > 1:
+    if threads_before > 1 and before_exec:
+        notes.append(f"{threads_before - 1} thread(s) already running end at the exec that follows")
+    elif threads_before > 1:
         notes.append("the worker already ran threads: namespaces and Landlock would not cover them")
         return Isolation(
             mode=mode, network="none", filesystem="none", rlimits=rlimits, capabilities="kept", notes=notes
         )
     driver: Literal["inside", "outside", "none"] = "none"
-    driver_threads = _threads() - 1
+    driver_threads = _threads() - threads_before if cuda and not after else 0
     if driver_threads > 0:
         driver = "outside"
         notes.append(

@@ -41,7 +41,7 @@ def main(argv: list[str]) -> int:
     os.environ["CUDA_CACHE_PATH"] = str(scratch / "cuda-cache")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(scratch / "inductor")
     os.environ["TRITON_CACHE_DIR"] = str(scratch / "triton")
-    isolation = confine.confine([scratch, home, tmp], mode)
+    isolation = confine.confine([scratch, home, tmp], mode, before_exec=True)
     (scratch / ISOLATION_FILE).write_text(isolation.model_dump_json())
     missing = isolation.missing() if mode == "strict" else []
     if missing:
