@@ -28,8 +28,14 @@ invocations). Prints one JSON document (also written with --json).
 
 Breakdown: wall time; per candidate, the harness's phases summed over all candidates (worker
 start, load = the build, correctness, work share, timing, baselines prepared); what the workers
-spent outside candidates (reference runs, sessions opening and closing) = workers x wall - sum of
-the candidates' totals.
+spent outside candidates (reference runs, sessions opening and closing, groups' parallel builds)
+= workers x wall - sum of the candidates' totals. `ahead`: the work done off the critical path
+(see kernelwright/tools/batch/ahead.py): builds done ahead (how many, their seconds: build time
+hidden from judging), candidates whose build was found cached when judged (or not), problems
+whose session was opened while the previous one was judged (how many, how long ahead), and the
+worker start still waited for by each problem's first candidate. --build-ahead N and
+--no-open-ahead set JudgeSpec.build_ahead / open_ahead (--build-ahead 0 --no-open-ahead: judging
+as before the look-ahead, for a comparison on the same machine).
 """
 
 from __future__ import annotations
@@ -50,7 +56,7 @@ from kernelwright.problems import resolve_problem
 from kernelwright.problems.solutions_index import all_solutions
 from kernelwright.tools.batch.events import BatchEvent
 from kernelwright.tools.batch.judge_mode import run_judge
-from kernelwright.tools.batch.results import read_records
+from kernelwright.tools.batch.results import BatchRecord, read_records
 from kernelwright.tools.batch.spec import JudgeSpec, plan_slots, visible_gpus
 
 Expected = dict[str, tuple[str, str | None]]  # relative path -> (verdict, reason)
@@ -130,6 +136,27 @@ def verdict_matches(expected: tuple[str, str | None], got: tuple[str | None, str
     return expected[0] == got[0] == "incorrect" and expected[1] in _WRONG_OUTPUT and got[1] in _WRONG_OUTPUT
 
 
+def ahead_breakdown(records: list[BatchRecord]) -> dict[str, Any]:
+    """What was done off the critical path (`BatchRecord.ahead`, `build_cached`), and what of a
+    session's opening each problem's first candidate still waited for (its worker start)."""
+    prebuilt = [r.ahead["prebuild"] for r in records if "prebuild" in r.ahead]
+    sessions = [r.ahead["session"] for r in records if "session" in r.ahead]
+    firsts: dict[str, BatchRecord] = {}
+    for r in records:  # the file's order is the order judged; one worker judges a problem
+        firsts.setdefault(r.problem, r)
+    waited = [r.phases.get("worker_start", 0.0) for r in firsts.values()]
+    return {
+        "builds_ahead": len(prebuilt),
+        "builds_ahead_s_sum": round(sum(prebuilt), 1),
+        "judged_build_cached": sum(r.build_cached is True for r in records),
+        "judged_build_fresh": sum(r.build_cached is False for r in records),
+        "sessions_opened_ahead": len(sessions),
+        "session_head_start_s_sum": round(sum(sessions), 1),
+        "problems": len(firsts),
+        "first_candidate_worker_start_s_sum": round(sum(waited), 1),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
@@ -148,7 +175,11 @@ def main() -> int:
     parser.add_argument("--size", choices=("default", "small"), default="default")
     parser.add_argument("--baselines", default="eager,compile")
     parser.add_argument("--workers", type=int, default=None, help="CPU workers, or at most this many GPUs")
-    parser.add_argument("--parallel-builds", type=int, default=None)
+    parser.add_argument("--parallel-builds", type=int, default=None, help="candidates per group (JudgeSpec)")
+    parser.add_argument(
+        "--build-ahead", type=int, default=None, help="builds ahead at once per worker (0: off; default: per slot)"
+    )
+    parser.add_argument("--no-open-ahead", action="store_true", help="open each problem's session at its turn")
     parser.add_argument("--cold-builds", action="store_true", help="every sample's kernel source distinct")
     parser.add_argument("--out", type=Path, default=None, help="the batch folder (default: a temporary one)")
     parser.add_argument("--json", type=Path, default=None)
@@ -176,7 +207,13 @@ def main() -> int:
         problems, expected = lay_out_oracles(candidates, args.device, args.n, args.cold_builds)
     settings = load_settings()
     spec = JudgeSpec.from_settings(
-        settings, args.device, size=args.size, baselines=args.baselines.split(","), parallel_builds=args.parallel_builds
+        settings,
+        args.device,
+        size=args.size,
+        baselines=args.baselines.split(","),
+        parallel_builds=args.parallel_builds,
+        build_ahead=args.build_ahead,
+        open_ahead=False if args.no_open_ahead else None,
     )
     gpus = None
     if args.device == "cuda":
@@ -236,6 +273,13 @@ def main() -> int:
         },
         "phases_sum_s": {k: round(v, 1) for k, v in phases.most_common()},
         "outside_candidates_s": round(len(slots) * wall - sum(totals), 1),
+        "ahead": ahead_breakdown(records),
+        "settings": {
+            "parallel_builds": spec.parallel_builds,
+            "build_ahead": [spec.builds_ahead(s) for s in slots],
+            "build_cores": [s.build_cores(spec.device) for s in slots],
+            "open_ahead": spec.open_ahead,
+        },
         "verdicts": report["verdicts"],
         "fast_p": report["fast_p"],
         "expected_checked": sum(r.candidate in expected for r in records),

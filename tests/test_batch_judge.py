@@ -1,7 +1,8 @@
 """`batch judge` with the real harness on the CPU: bundled oracles laid out as KernelBench
 generations get their manifest's verdicts on two workers; a malformed candidate, a candidate for
 no problem and a malformed problem file are reported while the rest goes on; a rerun skips what
-is done; a results file left by a kill (done lines and a torn one) is resumed.
+is done; a results file left by a kill (done lines and a torn one) is resumed; building ahead and
+opening the next problem's session ahead leave the verdicts as they are.
 
 Kept cheap: --size small, correctness only (timing on a shared 2-core machine would make the
 verdicts depend on its load; the speed figures are tested on a fixture in test_batch_report.py),
@@ -19,6 +20,7 @@ from kernelwright.cli import main
 from kernelwright.problems import resolve_problem
 from kernelwright.problems.solutions_index import SOLUTIONS, all_solutions
 from kernelwright.tools.batch.results import read_records
+from tests.test_prebuild import variant
 
 RELU_FAST = SOLUTIONS / "relu" / "cpp_fast.py"
 HALF_ACCUM = SOLUTIONS / "sum_reduction" / "cpp_wrong_half_accum.py"
@@ -124,3 +126,74 @@ def test_resume_after_a_kill_skips_done_lines_and_drops_a_torn_one(tmp_path: Pat
     assert [line["candidate"] for line in lines] == ["1_relu.py", "sum_reduction.py"]
     assert lines[0]["message"] == "judged before the kill"  # not judged again
     assert (lines[1]["verdict"], lines[1]["reason"]) == _expected(HALF_ACCUM)
+
+
+def test_builds_ahead_and_the_next_session_opened_ahead_keep_the_verdicts(tmp_path: Path) -> None:
+    """One worker, two problems (relu, and a copy of it as problem 50): every candidate but the
+    first is queued to build ahead, and problem 50's session opens while relu's candidates are
+    judged. The verdicts are the oracles' (the one that fails to build ahead still gets its
+    compile error when judged), a build done ahead is found cached, and the results say what
+    was done ahead."""
+    cands = tmp_path / "generations" / "level_1"
+    for folder, name, broken in [
+        ("problem_1", "sample_0", False),
+        ("problem_1", "sample_1", False),
+        ("problem_1", "sample_2", True),
+        ("problem_50", "sample_0", False),
+    ]:
+        (cands / folder).mkdir(parents=True, exist_ok=True)
+        variant(cands / folder, name, broken=broken)
+    copy = tmp_path / "more_problems" / "level1" / "50_relu_copy.py"
+    copy.parent.mkdir(parents=True)
+    copy.write_text(resolve_problem("relu").path.read_text())
+    out = tmp_path / "batch"
+    argv = ["batch", "judge", "relu", str(tmp_path / "more_problems"), "--candidates", str(tmp_path / "generations")]
+    assert run_cli([*argv, "--out", str(out), *COMMON]) == 3  # the compile error
+
+    records = {f"{r.problem_id}/{Path(r.candidate or '').stem}": r for r in read_records(out / "results.jsonl")}
+    got = {key: (r.verdict, r.reason) for key, r in records.items()}
+    assert got == {
+        "1/sample_0": _expected(RELU_FAST),
+        "1/sample_1": _expected(RELU_FAST),
+        "1/sample_2": ("build_error", "compile_error"),
+        "50/sample_0": _expected(RELU_FAST),
+    }
+    assert "no_such_header" in records["1/sample_2"].message
+    assert records["50/sample_0"].ahead["session"] > 0  # opened while relu was judged
+    assert "session" not in records["1/sample_0"].ahead  # the first problem's opened at its turn
+    prebuilt = [key for key, r in records.items() if "prebuild" in r.ahead]
+    assert prebuilt and all(records[key].build_cached for key in prebuilt)
+    log = (out / "logs" / "worker-cpu0.log").read_text()
+    assert "building 3 candidates ahead, 1 at a time" in log  # all but the first, which the judge builds
+    assert not (out / "staging" / "build-claims").exists()
+
+
+def test_a_session_opened_ahead_whose_reference_timed_out_is_opened_again_at_its_turn() -> None:
+    """The reference's time limit runs while the measurements of the problem before hold it: a
+    reference that ran out of time ahead is no verdict on its problem."""
+    from concurrent.futures import Future
+    from types import SimpleNamespace
+
+    from kernelwright.harness.process.sandbox import Outcome
+    from kernelwright.tools.batch.ahead import JudgeWorker, Relay, _Opened
+    from kernelwright.tools.batch.pool import Backlog
+
+    closed: list[str] = []
+
+    def opened(task_id: int, outcome: Outcome) -> _Opened:
+        pending: Future[tuple[None, Outcome]] = Future()
+        pending.set_result((None, outcome))
+        session = SimpleNamespace(ctx=SimpleNamespace(pending=pending), close=lambda: closed.append(f"t{task_id}"))
+        return _Opened(task_id, "sha", session, Relay(), 0.0)  # type: ignore[arg-type]
+
+    worker = JudgeWorker(Backlog())
+    try:
+        worker._opened = opened(1, Outcome(None, timed_out=True, detail="reference took longer than 300 s"))
+        assert worker.take_session({"id": 1, "problem_sha256": "sha"}, print) is None
+        worker._opened = opened(2, Outcome(None, timed_out=False))
+        assert worker.take_session({"id": 3, "problem_sha256": "sha"}, print) is None  # not the task that came
+        worker._opened = opened(4, Outcome(None, timed_out=False))
+        taken = worker.take_session({"id": 4, "problem_sha256": "sha"}, print)
+        assert taken is not None and closed == ["t1", "t2"]
+    finally:
+        worker.close()

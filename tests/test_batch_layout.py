@@ -209,6 +209,20 @@ def test_worker_slots_split_the_cores_and_pin_gpus(monkeypatch: pytest.MonkeyPat
         plan_slots("cpu", workers=1, gpus=["0"])
 
 
+def test_builds_ahead_keep_off_the_cores_judging_keeps_on_a_gpu(tmp_path: Path) -> None:
+    [h100] = plan_slots("cuda", workers=None, gpus=["0"], cores=list(range(16)))
+    assert h100.build_cores("cuda") == list(range(4, 16))  # a quarter (4) kept for judging
+    spec = JudgeSpec(device="cuda", build_cache=tmp_path)
+    assert spec.builds_ahead(h100) == 6 and spec.open_ahead  # one per two build cores
+    assert JudgeSpec(device="cuda", build_cache=tmp_path, build_ahead=0).builds_ahead(h100) == 0
+    small = plan_slots("cuda", workers=None, gpus=["0", "1"], cores=list(range(6)))
+    assert [s.build_cores("cuda") for s in small] == [[0, 1, 2], [3, 4, 5]]  # too few to keep any
+    assert spec.builds_ahead(small[0]) == 1
+    [cpu] = plan_slots("cpu", workers=1, gpus=None, cores=list(range(8)))
+    assert cpu.build_cores("cpu") == list(range(8))  # the CPU times on every core: builds pause instead
+    assert JudgeSpec(device="cpu", build_cache=tmp_path).builds_ahead(cpu) == 1
+
+
 def test_ray_missing_is_an_environment_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

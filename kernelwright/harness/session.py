@@ -26,8 +26,9 @@ from kernelwright.harness.build.symbols import own_kernels
 from kernelwright.harness.checks.static.analysis import CandidateAnalysis, analyze_candidate
 from kernelwright.harness.environment import hardware_summary, library_versions
 from kernelwright.harness.options import EvalOptions, TrialPlan, plan_trials
+from kernelwright.harness.prebuild import Prebuilder, worker_env
 from kernelwright.harness.process import live, scratch
-from kernelwright.harness.process.isolation import MODE_VAR, write_redacted_copy
+from kernelwright.harness.process.isolation import write_redacted_copy
 from kernelwright.harness.process.jobs import CandidateAssignment, TrialRequest, WorkerJob, WorkShareRequest
 from kernelwright.harness.process.oracle import CompareRequest
 from kernelwright.harness.process.sandbox import Outcome, WorkerProcess, refuse_unless_isolated
@@ -139,22 +140,7 @@ class _Context:
 
     def env(self) -> dict[str, str]:
         """What the harness adds to a worker's scrubbed environment (`isolation.scrubbed_env`)."""
-        # Inductor's parallel-compile pool costs seconds to start and to tear down in every worker,
-        # and with a warm cache it compiles nothing: compile in-process unless the user chose otherwise.
-        env = {
-            "KERNELWRIGHT_WORKER": "1",
-            MODE_VAR: self.opts.sandbox,
-            "TORCHINDUCTOR_COMPILE_THREADS": os.environ.get("TORCHINDUCTOR_COMPILE_THREADS", "1"),
-        }
-        if self.opts.inductor_cache is not None:
-            env["TORCHINDUCTOR_CACHE_DIR"] = str(self.opts.inductor_cache)
-            # HOME is the worker's scratch: without this, triton's cache (~/.triton) would start
-            # empty in every worker; it is content-keyed, so one shared folder is safe to reuse.
-            if not os.environ.get("TRITON_CACHE_DIR"):
-                env["TRITON_CACHE_DIR"] = str(self.opts.inductor_cache / "triton")
-        if self.opts.device == "cpu" and self.opts.num_threads:
-            env["OMP_NUM_THREADS"] = str(self.opts.num_threads)
-        return env
+        return worker_env(self.opts)
 
 
 def _job(
@@ -580,8 +566,13 @@ class EvalSession:
     started only after timing has finished, so it never runs beside a measurement.
     """
 
-    def __init__(self, problem: Problem, opts: EvalOptions, *, warm: bool = False) -> None:
+    def __init__(
+        self, problem: Problem, opts: EvalOptions, *, warm: bool = False, prebuilder: Prebuilder | None = None
+    ) -> None:
         self.problem, self.opts, self.warm = problem, opts, warm
+        # Builds ahead (a batch): candidates it built already are not built again, ones it is
+        # building are waited for (`Prebuilder.build_now`).
+        self.prebuilder = prebuilder
         refuse_unless_isolated(opts.sandbox, cuda=opts.device == "cuda")
         scratch_root = memory.scratch_root()
         footprint = measure(problem, opts.size)  # shapes only: nothing is allocated here
@@ -636,7 +627,9 @@ class EvalSession:
         sources = [p.read_text() for p in candidates]
         analyses = [analyze_candidate(s, problem_dtype=self.problem.meta.dtype) for s in sources]
         runnable = [(p, a) for p, a in zip(candidates, analyses, strict=True) if judge.static_rejection(a) is None]
-        if len(runnable) > 1:
+        if self.prebuilder is not None and runnable:
+            self.prebuilder.build_now(self.problem, [p for p, _ in runnable], jobs=opts.build_jobs or 0)
+        elif len(runnable) > 1:
             opts.say(f"building {len(runnable)} candidates in parallel")
             _build_all(ctx, runnable)
         results = []

@@ -3,7 +3,9 @@ results file, the workers (or Ray), the report."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
+from typing import Any
 
 from kernelwright.tools.batch.engine import BatchOutcome, Runner, execute, plan_judge
 from kernelwright.tools.batch.events import Listener
@@ -31,16 +33,24 @@ def run_judge(
     problem_set = resolve_problem_set(refs, level=level, ids=ids)
     plan = plan_judge(problem_set, candidates, spec, out)
     runner = Runner(slots, JUDGE_WORKER, judge_task, ray_address=ray_address, gpu=spec.device == "cuda")
-    init = {
+    init: dict[str, Any] = {
         "spec": spec.model_dump(mode="json"),
         "stage_dir": str(out / "staging"),
         "evidence_dir": str(out / "evidence"),
     }
-    return execute(
-        plan,
-        runner,
-        init,
-        listener,
-        write_report=lambda folder: write_report(folder, compare_baselines),
-        ray_local_cpus=len(slots),
-    )
+    claims = out / "staging" / "build-claims"
+    if ray_address is None:  # local workers build the whole plan ahead (`ahead.py`); a Ray task sees its own
+        init["plan"] = [{k: v for k, v in task.items() if k != "stubs"} for task in plan.tasks]
+        init["claims_dir"] = str(claims)
+    shutil.rmtree(claims, ignore_errors=True)  # a killed run's: nothing is being built for them now
+    try:
+        return execute(
+            plan,
+            runner,
+            init,
+            listener,
+            write_report=lambda folder: write_report(folder, compare_baselines),
+            ray_local_cpus=len(slots),
+        )
+    finally:
+        shutil.rmtree(claims, ignore_errors=True)

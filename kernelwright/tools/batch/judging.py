@@ -1,24 +1,29 @@
-"""Judge one problem's candidates: the handler a batch worker (or a Ray task) runs per task.
+"""Judge one problem's candidates: the handler a Ray task runs per task, and what a local judge
+worker (`ahead.JudgeWorker`) runs per task with the work it did ahead.
 
 One `EvalSession` per problem: the reference runs once, candidates are judged in groups of
-`JudgeSpec.parallel_builds` (a group is built in parallel, then judged one by one), and each
-result is emitted as soon as its group is done. A problem whose reference or baselines fail,
-or that this machine cannot hold, becomes an error line for each of its candidates; the batch
-goes on with the next problem.
+`JudgeSpec.parallel_builds` (a group is built in parallel, or found built ahead, then judged one
+by one), and each result is emitted as soon as its group is done. A problem whose reference or
+baselines fail, or that this machine cannot hold, becomes an error line for each of its
+candidates; the batch goes on with the next problem.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 import tempfile
 import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kernelwright.errors import EnvironmentProblem, ExitCode, KernelwrightError, ProblemError
 from kernelwright.harness.checks.static.analysis import detect_backend
+from kernelwright.harness.prebuild import Prebuilder
 from kernelwright.harness.result import EvalResult
 from kernelwright.harness.session import EvalSession
 from kernelwright.problems import Problem, load_problem_file
@@ -60,14 +65,69 @@ def _problem_file(task: dict[str, Any], root: Path) -> Problem:
 
 def _stage(candidates: list[dict[str, Any]], folder: Path) -> list[Path]:
     """Each candidate's source (read when the batch was planned) as a file of its own: what is
-    judged is exactly what was hashed, even if the original changes meanwhile."""
+    judged is exactly what was hashed, even if the original changes meanwhile. A file already
+    staged with that source is left alone (a build ahead may be reading it); another is
+    replaced whole, never rewritten in place."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for candidate in candidates:
         path = folder / f"{staged_name(candidate['rel'])}.py"
-        path.write_text(candidate["source"])
+        try:
+            same = path.read_text() == candidate["source"]
+        except (OSError, UnicodeDecodeError):
+            same = False
+        if not same:
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(candidate["source"])
+            tmp.replace(path)
         paths.append(path)
     return paths
+
+
+def runnable_here(spec: JudgeSpec, candidate: dict[str, Any]) -> bool:
+    """Whether the candidate can be judged on the batch's device (a CUDA or Triton one needs a GPU)."""
+    return not (spec.device == "cpu" and detect_backend(candidate["source"]) in ("cuda", "triton"))
+
+
+def stage_task(task: dict[str, Any], stage_root: Path, spec: JudgeSpec) -> tuple[Problem, list[Path]]:
+    """The task's problem and its candidates that can run here, as staged files."""
+    problem = _problem_file(task, stage_root)
+    runnable = [c for c in task["candidates"] if runnable_here(spec, c)]
+    return problem, _stage(runnable, stage_root / "candidates" / problem_folder(task["problem"]))
+
+
+@dataclass
+class OpenedAhead:
+    """A task's session, opened while the worker judged the task before it."""
+
+    session: EvalSession
+    head_start_s: float
+    """How long it was open before its task began."""
+
+
+class Ahead(Protocol):
+    """What a local judge worker did ahead of a task (`ahead.JudgeWorker`)."""
+
+    def take_session(self, task: dict[str, Any], say: Callable[[str], None]) -> OpenedAhead | None:
+        """The task's session if it was opened ahead (its progress now goes to `say`)."""
+        ...
+
+    def open_next(self, task: dict[str, Any]) -> None:
+        """`task`'s session is open: open the next task's behind it."""
+        ...
+
+    def judging(self, candidates: list[Path]) -> None:
+        """These are built and judged now: not ahead any more."""
+        ...
+
+    @property
+    def prebuilder(self) -> Prebuilder | None:
+        """The builds ahead: the session skips what they built and waits for what they build."""
+        ...
+
+    def figures(self, candidate: Path) -> dict[str, float]:
+        """Seconds of work done ahead for this candidate (`BatchRecord.ahead`)."""
+        ...
 
 
 def record_from_result(record: BatchRecord, result: EvalResult, evidence: str | None) -> BatchRecord:
@@ -88,6 +148,7 @@ def record_from_result(record: BatchRecord, result: EvalResult, evidence: str | 
             "backend": result.backend,
             "hardware": str(result.hardware.get("name", "")),
             "evidence": evidence,
+            "build_cached": result.build_cached,
         }
     )
 
@@ -117,11 +178,18 @@ def judge_task(init: dict[str, Any], slot: Slot, task: dict[str, Any], emit: Emi
     with tempfile.TemporaryDirectory(prefix="kw-batch-") as scratch:
         stage_root = Path(init["stage_dir"]) if init.get("stage_dir") else Path(scratch)
         evidence_root = Path(init["evidence_dir"]) if init.get("evidence_dir") else Path(scratch) / "evidence"
-        _judge(spec, slot, task, emit, stage_root, evidence_root, ship=bool(init.get("ship_evidence")))
+        judge_problem(spec, slot, task, emit, stage_root, evidence_root, ship=bool(init.get("ship_evidence")))
 
 
-def _judge(
-    spec: JudgeSpec, slot: Slot, task: dict[str, Any], emit: Emit, stage_root: Path, evidence_root: Path, ship: bool
+def judge_problem(
+    spec: JudgeSpec,
+    slot: Slot,
+    task: dict[str, Any],
+    emit: Emit,
+    stage_root: Path,
+    evidence_root: Path,
+    ship: bool,
+    ahead: Ahead | None = None,
 ) -> None:
     candidates: list[dict[str, Any]] = task["candidates"]
     records = {
@@ -144,30 +212,48 @@ def _judge(
 
     runnable = []
     for candidate in candidates:
-        backend = detect_backend(candidate["source"])
-        if backend in ("cuda", "triton") and spec.device == "cpu":
-            needs_gpu = EnvironmentProblem(f"{candidate['rel']} is a {backend} candidate and needs a GPU")
-            send(error_record(records[candidate["key"]], needs_gpu))
-        else:
+        if runnable_here(spec, candidate):
             runnable.append(candidate)
+        else:
+            needs_gpu = EnvironmentProblem(
+                f"{candidate['rel']} is a {detect_backend(candidate['source'])} candidate and needs a GPU"
+            )
+            send(error_record(records[candidate["key"]], needs_gpu))
     if not runnable:
         return
     folder = problem_folder(task["problem"])
     try:
-        problem = _problem_file(task, stage_root)
-        paths = _stage(runnable, stage_root / "candidates" / folder)
-        options = spec.eval_options(slot, progress=say, out_dir=evidence_root / folder)
+        problem, paths = stage_task(task, stage_root, spec)
+        opened = ahead.take_session(task, say) if ahead is not None else None
+        if opened is None:
+            options = spec.eval_options(slot, progress=say, out_dir=evidence_root / folder)
+            session = EvalSession(problem, options, warm=True)
+        else:
+            session = opened.session
+        if ahead is not None:  # what was built ahead is not built again; what is building is waited for
+            session.prebuilder = ahead.prebuilder
+        head_start = opened.head_start_s if opened is not None else None
         group = max(1, spec.parallel_builds)
-        with EvalSession(problem, options, warm=True) as session:
+        with session:
+            if ahead is not None:
+                ahead.open_next(task)
             for start in range(0, len(runnable), group):
                 chunk = list(zip(runnable[start : start + group], paths[start : start + group], strict=True))
                 if start + group >= len(runnable):
                     session.warm = False  # no worker started ahead after the last group
+                if ahead is not None:
+                    ahead.judging([path for _, path in chunk])
                 results = session.evaluate([path for _, path in chunk])
                 for (candidate, path), result in zip(chunk, results, strict=True):
                     result.candidate = candidate["rel"]
                     where = f"evidence/{folder}/{path.stem}/result.json"
-                    send(record_from_result(records[candidate["key"]], result, where), result.to_json())
+                    record = record_from_result(records[candidate["key"]], result, where)
+                    if ahead is not None:
+                        figures = ahead.figures(path)
+                        if head_start is not None:  # on the problem's first result only
+                            figures["session"], head_start = round(head_start, 3), None
+                        record = record.model_copy(update={"ahead": figures})
+                    send(record, result.to_json())
     except (KeyboardInterrupt, SystemExit):
         raise
     except KernelwrightError as exc:

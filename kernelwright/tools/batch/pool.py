@@ -1,11 +1,19 @@
 """Local batch workers: one subprocess per `Slot` (pinned to its GPU with CUDA_VISIBLE_DEVICES
-and to its share of the cores), fed one task (a problem) at a time from a shared queue.
+and to its share of the cores), fed tasks (a problem each) from a shared queue.
 
 Protocol, JSON lines both ways: the parent sends `init` (the slot and the batch's settings), then
-`task`s, then `stop`; the worker answers `ready`, then per task any number of `status` and
-`result` messages and one `task_done`. Everything else a worker prints goes to its log. A worker
-whose parent is gone (its stdin closes: the parent was killed) ends what it started and exits;
-a worker that dies mid-task is reported (`task_failed`) and replaced for the remaining tasks.
+`task`s, then `stop`; the worker answers `ready`, then per task one `task_started`, any number of
+`status` and `result` messages and one `task_done`. Everything else a worker prints goes to its
+log. A worker whose parent is gone (its stdin closes: the parent was killed) ends what it started
+and exits; a worker that dies mid-task is reported (`task_failed`) and replaced for the remaining
+tasks.
+
+Looking ahead: a worker whose `ready` says `"ahead": 1` (judge workers: they open the next
+problem's session while judging this one) is sent one more task as it starts each task, or told
+there is none (`{"type": "no_ahead"}`); both carry `"after": <the started task's id>`. It is sent
+only while the shared queue holds a task for every slot (so, but for the batch's last tasks, no
+other slot goes idle for it). A task a worker held but had not started when it died goes back to
+the queue, not reported: only the task it was running owes retried lines.
 
 `serve(handler)` is the worker's side: `python -m kernelwright.tools.batch.worker` (judge) and
 `python -m kernelwright.agent.batch` (optimise) are both `serve` with their own handler.
@@ -23,6 +31,7 @@ import sys
 import threading
 import time
 import traceback
+from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -144,21 +153,39 @@ class LocalPool:
     def _drive(self, slot: Slot, todo: queue.Queue[dict[str, Any]], on_message: OnMessage) -> None:
         worker: _Worker | None = None
         restarts = 0
+        ahead = 0  # tasks this worker wants beyond the one it runs (its `ready` says)
+        sent: deque[dict[str, Any]] = deque()  # sent and not done, in order: the rest wait behind sent[0]
+        running = False  # sent[0] has started (its `task_started` came)
+        held = 0  # of `sent`, how many were sent ahead (the last ones)
         try:
             while True:
-                try:
-                    task = todo.get_nowait()
-                except queue.Empty:
-                    return
-                if worker is None:
-                    worker = self._start(slot)
-                worker.send({"type": "task", "task": task})
+                if not sent:
+                    try:
+                        task = todo.get_nowait()
+                    except queue.Empty:
+                        return
+                    if worker is None:
+                        worker = self._start(slot)
+                        ahead = 0
+                    worker.send({"type": "task", "task": task})
+                    sent.append(task)
+                assert worker is not None  # tasks are only ever sent to a running worker
                 finished = False
                 for message in worker.messages():
-                    if message.get("type") == "task_done":
-                        finished = True
+                    kind = message.get("type")
+                    if kind == "task_done":
+                        if held == len(sent):  # the one done was itself sent ahead
+                            held -= 1
+                        sent.popleft()
+                        finished, running = True, False
                         break
                     on_message(slot, message)
+                    if kind == "ready":
+                        ahead = max(0, int(message.get("ahead") or 0))
+                    elif kind == "task_started":
+                        running = True
+                        if ahead and self._send_ahead(worker, sent, ahead, todo):
+                            held += 1
                 if finished:
                     continue
                 if live.interrupted():
@@ -170,7 +197,15 @@ class LocalPool:
                 detail = worker.log_tail()
                 worker.kill()
                 worker = None
-                on_message(slot, {"type": "task_failed", "task": task, "detail": f"worker exited ({code}): {detail}"})
+                if running or held < len(sent):  # the task it ran (or was given) owes retried lines
+                    task = sent.popleft()
+                    on_message(
+                        slot, {"type": "task_failed", "task": task, "detail": f"worker exited ({code}): {detail}"}
+                    )
+                for waiting in sent:  # held ahead, never started: another worker takes it
+                    todo.put(waiting)
+                sent.clear()
+                running, held = False, 0
                 restarts += 1
                 if restarts > MAX_RESTARTS:
                     log.error("worker %s died %d times; it takes no more tasks", slot.label, restarts)
@@ -178,6 +213,22 @@ class LocalPool:
         finally:
             if worker is not None:
                 worker.close()
+
+    def _send_ahead(
+        self, worker: _Worker, sent: deque[dict[str, Any]], ahead: int, todo: queue.Queue[dict[str, Any]]
+    ) -> bool:
+        """Answer a worker that started `sent[0]`: the next task to hold ahead (True), or none."""
+        after = sent[0].get("id")
+        task = None
+        if len(sent) <= ahead and todo.qsize() >= len(self.slots):  # leave a task for every other slot
+            with contextlib.suppress(queue.Empty):
+                task = todo.get_nowait()
+        if task is None:
+            worker.send({"type": "no_ahead", "after": after})
+            return False
+        worker.send({"type": "task", "task": task, "after": after})
+        sent.append(task)
+        return True
 
 
 # ---- the worker's side -------------------------------------------------------------------------
@@ -193,14 +244,46 @@ def started(slot: Slot, task: dict[str, Any]) -> Message:
     }
 
 
-def serve(handler: Handler) -> None:
-    """A worker's main loop: JSON lines on the original stdout, everything else to stderr (its log)."""
+class Backlog:
+    """A worker's side of the queue: what the parent sent and the worker has not started yet,
+    in order, and the parent's answers about the task to hold ahead of each started one. `serve`
+    fills and drains it; a handler that looks ahead asks `after(task_id)`."""
+
+    def __init__(self) -> None:
+        self._messages: deque[Message | None] = deque()  # None: the parent is done (stdin closed)
+        self._answers: dict[Any, Message | None] = {}  # started task's id -> the task held behind it
+        self._cond = threading.Condition()
+
+    def put(self, message: Message | None) -> None:
+        with self._cond:
+            if message is not None and "after" in message:
+                self._answers[message["after"]] = message.get("task") if message.get("type") == "task" else None
+            if message is None or message.get("type") != "no_ahead":
+                self._messages.append(message)
+            self._cond.notify_all()
+
+    def get(self) -> Message | None:
+        with self._cond:
+            self._cond.wait_for(lambda: bool(self._messages))
+            return self._messages.popleft()
+
+    def after(self, task_id: Any, timeout_s: float = 10.0) -> dict[str, Any] | None:
+        """The task this worker holds to run after `task_id` (None: there is none), once the
+        parent has answered (it does as the task starts), or None after `timeout_s`."""
+        with self._cond:
+            self._cond.wait_for(lambda: task_id in self._answers, timeout_s)
+            return self._answers.get(task_id)
+
+
+def serve(handler: Handler, *, lookahead: Backlog | None = None) -> None:
+    """A worker's main loop: JSON lines on the original stdout, everything else to stderr (its
+    log). With `lookahead` (the handler holds it too), the worker asks to be sent one task ahead."""
     channel = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)  # prints of libraries land in the log, never in the protocol
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     lock = threading.Lock()
     stopping = threading.Event()
-    inbox: queue.Queue[Message | None] = queue.Queue()
+    inbox = lookahead if lookahead is not None else Backlog()
 
     def emit(message: Message) -> None:
         with lock:
@@ -228,7 +311,7 @@ def serve(handler: Handler) -> None:
     if slot.cores:
         os.sched_setaffinity(0, slot.cores)  # inherited by every process this worker starts
     init: dict[str, Any] = first.get("init", {})
-    emit({"type": "ready", "pid": os.getpid(), "worker": slot.label})
+    emit({"type": "ready", "pid": os.getpid(), "worker": slot.label, "ahead": 1 if lookahead is not None else 0})
     while True:
         message = inbox.get()
         if message is None or message.get("type") == "stop":

@@ -73,6 +73,15 @@ class BatchRecord(BaseModel):
     accepted: bool | None = None
     stop_reason: str | None = None
     evidence: str | None = Field(default=None, description="The full result, relative to the batch folder.")
+    build_cached: bool | None = Field(
+        default=None, description="Every extension the candidate built was in the build cache when it was judged."
+    )
+    ahead: dict[str, float] = Field(
+        default_factory=dict,
+        description="Work done for this result ahead of its judging, off the critical path, in seconds: `prebuild` "
+        "(its build ahead, when that build did the work) and, on a problem's first result, `session` (how long "
+        "its session, opened while the previous problem was judged, was open before judging began).",
+    )
     created_at: str = Field(default_factory=_now)
 
     @property

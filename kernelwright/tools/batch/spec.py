@@ -37,7 +37,16 @@ class JudgeSpec(BaseModel):
     run_timeout_s: float = 300.0
     time_cap_s: float | None = None
     parallel_builds: int = 1
-    """Candidates of one problem built in parallel and judged as one group (a kill loses that group)."""
+    """Candidates of one problem handed to the harness as one group: built in parallel (or found
+    built ahead), then judged one by one; a group's results are sent when it is done, so a kill
+    loses at most that group."""
+    build_ahead: int | None = None
+    """Candidates a local worker builds at once ahead of judging them, on its build cores
+    (`Slot.build_cores`): every candidate of the batch, in the order they will be judged. None:
+    one per two build cores on a GPU (at least one), one on the CPU; 0: no builds ahead."""
+    open_ahead: bool = True
+    """A local worker opens its next problem's session (the reference's run, a candidate worker
+    with its baselines ready) while it judges this problem's candidates."""
 
     @classmethod
     def from_settings(cls, settings: Settings, device: Literal["cpu", "cuda"], **flags: Any) -> JudgeSpec:
@@ -56,7 +65,17 @@ class JudgeSpec(BaseModel):
         spec = cls(device=device, **{**defaults, **flags})
         if spec.parallel_builds < 1:
             raise UsageError("--parallel-builds must be at least 1")
+        if spec.build_ahead is not None and spec.build_ahead < 0:
+            raise UsageError("--build-ahead must be 0 (off) or more")
         return spec
+
+    def builds_ahead(self, slot: Slot) -> int:
+        """How many candidates `slot`'s worker builds at once ahead of judging (0: none)."""
+        if self.build_ahead is not None:
+            return self.build_ahead
+        if self.device == "cpu":
+            return 1
+        return max(1, len(slot.build_cores(self.device) or os.sched_getaffinity(0)) // 2)
 
     def judged_with(self) -> dict[str, Any]:
         """What decides a verdict or a time: results judged otherwise must not be mixed in one folder."""
@@ -105,6 +124,16 @@ class Slot(BaseModel):
     @property
     def build_jobs(self) -> int:
         return len(self.cores) if self.cores else 0  # 0: the harness's default (one per core)
+
+    def build_cores(self, device: str) -> list[int] | None:
+        """Where this worker builds ahead (None: wherever it runs). On a GPU, its cores less the
+        first quarter of them (at least two), which judging keeps to itself: the reference and
+        the candidate's launches, the baselines, the next problem's session. On the CPU all of
+        them: the candidate and eager time on every core, and builds pause while anything times."""
+        if not self.cores or device == "cpu" or len(self.cores) < 4:
+            return self.cores
+        kept = max(2, len(self.cores) // 4)
+        return self.cores[kept:]
 
     def env(self) -> dict[str, str]:
         return {"CUDA_VISIBLE_DEVICES": self.gpu} if self.gpu is not None else {}

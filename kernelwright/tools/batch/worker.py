@@ -1,10 +1,16 @@
 """`python -m kernelwright.tools.batch.worker`: one judge worker of a batch (see `pool.py` for the
-protocol, `judging.py` for what it does per problem). Started by `batch judge`, never by hand."""
+protocol, `ahead.py` for what it prepares ahead, `judging.py` for what it does per problem).
+Started by `batch judge`, never by hand."""
 
 from __future__ import annotations
 
-from kernelwright.tools.batch.judging import judge_task
-from kernelwright.tools.batch.pool import serve
+from kernelwright.tools.batch.ahead import JudgeWorker
+from kernelwright.tools.batch.pool import Backlog, serve
 
 if __name__ == "__main__":
-    serve(judge_task)
+    backlog = Backlog()
+    judge = JudgeWorker(backlog)
+    try:
+        serve(judge, lookahead=backlog)
+    finally:
+        judge.close()
