@@ -80,6 +80,25 @@ def test_eval_bundled_prints_a_table_and_succeeds_when_verdicts_match(tmp_path: 
     assert "cpp_correct" in done.stdout and "expected" in done.stdout
 
 
+def test_eval_adversarial_compares_verdicts_and_reasons(tmp_path: Path) -> None:
+    """A selection that builds nothing (rejected before the build, or malformed), and a timing
+    hack that --no-timing leaves out with a note; the harness tests run every case."""
+    cases = "inherits_reference,patched_timer_hidden,syntax_error,patches_the_harness"
+    args = ["relu", "--adversarial", "--only", cases, "--device", "cpu", "--size", "small", "--no-timing", "--json"]
+    done = _run("eval", *args, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr  # every verdict and reason as expected
+    doc = json.loads(done.stdout)
+    got = {Path(r["candidate"]).stem: (r["verdict"], r["reason"]) for r in doc["results"]}
+    assert got == {
+        "inherits_reference": ("rejected", "calls_reference"),
+        "patched_timer_hidden": ("rejected", "dynamic_code"),
+        "syntax_error": ("build_error", "malformed_candidate"),
+    }
+    assert {Path(k).stem for k in doc["expected"]} == set(got)
+    assert set(doc["skipped"]) == {"patches_the_harness"} and "--no-timing" in doc["skipped"]["patches_the_harness"]
+    assert "skipped patches_the_harness" in done.stderr
+
+
 def test_cuda_candidate_on_cpu_is_an_environment_error(tmp_path: Path) -> None:
     path = tmp_path / "cuda_candidate.py"  # not `cuda.py`: `python -m` puts the cwd on sys.path
     path.write_text(CUDA_CANDIDATE)
@@ -95,6 +114,10 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert done.returncode == 2 and "unknown problem" in done.stderr
     done = _run("eval", "relu", "--device", "cpu", "--baselines", "eager,bogus", cwd=tmp_path)
     assert done.returncode == 2
+    done = _run("eval", "relu", "--adversarial", "--only", "no_such_case", "--device", "cpu", cwd=tmp_path)
+    assert done.returncode == 2 and "no_such_case" in done.stderr
+    done = _run("eval", "relu", "--adversarial", "--only", "cuda_correct_relu", "--device", "cpu", cwd=tmp_path)
+    assert done.returncode == 2 and "none is for cpu" in done.stderr  # a CUDA case never runs on the CPU
 
 
 def test_malformed_candidate_exits_2(tmp_path: Path) -> None:

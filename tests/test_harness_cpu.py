@@ -120,15 +120,14 @@ def test_suspicious_speedup_is_reverified_and_a_process_dependent_kernel_fails(
     tmp_path: Path, shared_home: Path
 ) -> None:
     honest = _write(tmp_path, CORRECT)
-    marker = shared_home / "build-cache" / f"first-pid-{tmp_path.name}"  # a folder the sandbox lets workers write
+    # Workers share no writable folder any more (the build and compile caches are the harness's):
+    # the process tells itself apart by its own job file's folder instead.
     cheat = Case(
         "correct_only_in_first_process",
         _model(
-            f"        first = pathlib.Path({str(marker)!r})\n"
-            "        if not first.exists():\n            first.write_text(str(os.getpid()))\n"
             "        out = kit.relu_forward(x)\n"
-            "        return out if first.read_text() == str(os.getpid()) else out + 1.0",
-            extra="import os, pathlib\n",
+            "        return out if FIRST else out + 1.0",
+            extra="import os, sys\nFIRST = 'reverify-' not in os.path.abspath(sys.argv[-1])\n",
         ),
         "rejected",
         "unverified_speedup",

@@ -17,6 +17,8 @@ from kernelwright.harness.baselines import DEFAULT_BASELINES, parse_baselines
 
 if TYPE_CHECKING:
     from kernelwright.harness.result import EvalResult
+    from kernelwright.problems import Problem
+    from kernelwright.problems.solutions_index import BundledSolution
 
 out = Console(width=None if sys.stdout.isatty() else 160)  # logs and pipes get the whole table
 err = Console(stderr=True)
@@ -29,7 +31,12 @@ def _fmt_ms(result: EvalResult, name: str) -> str:
     return f"{stats.median_ms:.4g} ms ±{stats.rel_ci_halfwidth * 100:.1f}% (n={stats.n})"
 
 
-def _print_table(results: list[EvalResult], expected: dict[str, tuple[str, str | None]]) -> None:
+def _want(entry: BundledSolution) -> str:
+    also = f" (or {', '.join(entry.also)})" if entry.also else ""
+    return f"{entry.expected}/{entry.reason}{also}" if entry.reason else entry.expected
+
+
+def _print_table(results: list[EvalResult], expected: dict[str, BundledSolution]) -> None:
     table = Table(title=f"{results[0].problem} on {results[0].device} ({results[0].size} size)", show_lines=True)
     for column in ("candidate", "backend", "verdict", "reason", "max abs err", "candidate time"):
         table.add_column(column)
@@ -58,7 +65,7 @@ def _print_table(results: list[EvalResult], expected: dict[str, tuple[str, str |
             row.append(f"{r.library_share:.0%}" if r.library_share is not None else "-")
         if expected:
             want = expected.get(r.candidate)
-            row.append(f"{want[0]}{'/' + want[1] if want and want[1] else ''}" if want else "-")
+            row.append(_want(want) if want else "-")
         table.add_row(*row)
     out.print(table)
     for r in results:
@@ -67,6 +74,54 @@ def _print_table(results: list[EvalResult], expected: dict[str, tuple[str, str |
             out.print(f"  flag {flag.code}: {flag.message}", highlight=False, markup=False)
         if r.suspicious:
             out.print(f"  suspicious: {r.suspicious}", highlight=False, markup=False)
+
+
+def _select_bundled(
+    problem: Problem, suites: list[str], only: Optional[str], device: str, *, timing: bool, size: str, policy: str
+) -> tuple[list[BundledSolution], dict[str, str]]:
+    """The problem's bundled cases of `suites` to run on `device`, and why each one that could run
+    here is left out. A case's backend names its device: `cpp` on the CPU (its kernels take CPU
+    tensors), `cuda` and `triton` on cuda."""
+    from kernelwright.problems.solutions_index import bundled_solutions
+
+    entries = [
+        e
+        for suite in suites
+        for e in bundled_solutions(problem.name, suite)
+        if e.problem_file is None or e.problem_file.resolve() == problem.path.resolve()
+    ]
+    if only:
+        wanted = {w.strip() for w in only.split(",") if w.strip()}
+        unknown = wanted - {e.name for e in entries} - {e.category for e in entries if e.category}
+        if unknown:
+            names = ", ".join(e.name for e in entries) or "none"
+            raise UsageError(
+                f"--only: no bundled case of {problem.name} named {', '.join(sorted(unknown))}", hint=f"cases: {names}"
+            )
+        entries = [e for e in entries if e.name in wanted or e.category in wanted]
+    chosen: list[BundledSolution] = []
+    skipped: dict[str, str] = {}
+    for e in entries:
+        if (e.backend == "cpp") != (device == "cpu"):
+            continue  # written for the other device (a C++ oracle run on cuda inputs only raises)
+        if e.timing and not timing:
+            skipped[e.name] = "its hack acts while timed: drop --no-timing"
+        elif e.size is not None and e.size != size:
+            skipped[e.name] = f"only meaningful at --size {e.size}"
+        elif e.policy is not None and e.policy != policy:
+            skipped[e.name] = f"its expected verdict holds under --policy {e.policy}"
+        else:
+            chosen.append(e)
+    return chosen, skipped
+
+
+def _as_expected(result: EvalResult, expected: dict[str, BundledSolution]) -> bool:
+    """An oracle is judged on its verdict; an adversarial case on its verdict and reason (a hack
+    rejected for another reason means the check that names it did not fire)."""
+    entry = expected[str(result.candidate)]
+    if entry.suite == "oracle":
+        return result.verdict.value == entry.expected
+    return entry.accepts(result.verdict.value, result.reason.value if result.reason else None)
 
 
 def _explain(ctx: typer.Context, code: Optional[str]) -> None:
@@ -103,6 +158,21 @@ def register(app: typer.Typer) -> None:
                 help="Evaluate the problem's bundled oracle solutions and compare with their expected verdicts.",
             ),
         ] = False,
+        adversarial: Annotated[
+            bool,
+            typer.Option(
+                "--adversarial",
+                help="Evaluate the problem's bundled reward hacks and honest styles for this device; compare verdicts and reasons.",
+            ),
+        ] = False,
+        only: Annotated[
+            Optional[str],
+            typer.Option(
+                "--only",
+                metavar="NAMES",
+                help="With --bundled or --adversarial: only these cases (comma-separated file names or categories).",
+            ),
+        ] = None,
         device: Annotated[
             Optional[str], typer.Option("--device", help="cuda or cpu (default: cuda when a GPU is visible).")
         ] = None,
@@ -158,7 +228,6 @@ def register(app: typer.Typer) -> None:
         """Evaluate candidate kernels against a problem's PyTorch reference: build each in its own
         process, fuzz it for correctness, reject reward hacks, and time it against the baselines."""
         from kernelwright.problems import resolve_problem
-        from kernelwright.problems.solutions_index import bundled_solutions
         from kernelwright.tools.evaluate import check_candidate_files, eval_options, evaluate_files, resolve_device
 
         state: AppState = ctx.obj
@@ -171,16 +240,34 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"--policy must be 'strict' or 'engineering', not {policy!r}")
         chosen = resolve_device(device, settings)
         problem = resolve_problem(reference)
+        if only is not None and not (bundled or adversarial):
+            raise UsageError("--only selects among bundled cases", hint="add --bundled or --adversarial")
         paths = list(candidates or [])
-        expected: dict[str, tuple[str, str | None]] = {}
-        if bundled:
-            for entry in bundled_solutions(problem.name):
-                if entry.backend == "cpp" or chosen == "cuda":
-                    paths.append(entry.path)
-                    expected[str(entry.path)] = (entry.expected, entry.reason)
+        expected: dict[str, BundledSolution] = {}
+        skipped: dict[str, str] = {}
+        if bundled or adversarial:
+            suites = [s for s, wanted in (("oracle", bundled), ("adversarial", adversarial)) if wanted]
+            entries, skipped = _select_bundled(
+                problem,
+                suites,
+                only,
+                chosen,
+                timing=not no_timing,
+                size=size,
+                policy=policy or settings.policy,
+            )
+            for entry in entries:
+                paths.append(entry.path)
+                expected[str(entry.path)] = entry
+            for name, why in skipped.items():
+                err.print(f"[yellow]skipped {name}[/]: {why}", highlight=False)
         if not paths:
+            if bundled or adversarial:
+                hint = "; ".join(f"{name}: {why}" for name, why in skipped.items()) or f"none is for {chosen}"
+                raise UsageError(f"no bundled case of {problem.name} to run here", hint=hint)
             raise UsageError(
-                "no candidate given", hint="name candidate files, or --bundled for the problem's oracle solutions"
+                "no candidate given",
+                hint="name candidate files, or --bundled / --adversarial for the problem's bundled cases",
             )
         check_candidate_files(paths, chosen)
         opts = eval_options(
@@ -202,13 +289,16 @@ def register(app: typer.Typer) -> None:
                 "results": [r.model_dump(mode="json") for r in results],
             }
             if expected:
-                doc["expected"] = {k: {"verdict": v[0], "reason": v[1]} for k, v in expected.items()}
+                doc["expected"] = {
+                    k: {"verdict": e.expected, "reason": e.reason, **({"also": list(e.also)} if e.also else {})}
+                    for k, e in expected.items()
+                }
+            if skipped:
+                doc["skipped"] = skipped
             typer.echo(json.dumps(doc, indent=2))
         else:
             _print_table(results, expected)
         if expected:
-            mismatched = [
-                r for r in results if str(r.candidate) in expected and expected[str(r.candidate)][0] != r.verdict.value
-            ]
+            mismatched = [r for r in results if str(r.candidate) in expected and not _as_expected(r, expected)]
             return ExitCode.NEEDS_ATTENTION if mismatched else ExitCode.OK
         return worst([r.exit_code for r in results])

@@ -1,4 +1,5 @@
-"""Test candidates (one file per reward hack or correct kernel) and the helpers to evaluate them."""
+"""Test candidates (the bundled adversarial cases and the kits to compose more) and the helpers to
+evaluate them."""
 
 from __future__ import annotations
 
@@ -33,20 +34,3 @@ def write_case(folder: Path, name: str, source: str) -> Path:
     path = folder / f"{name}.py"
     path.write_text(source)
     return path
-
-
-# Forward bodies shared by the CPU and CUDA kits (both name their extension `kit`).
-CHEATS_WHEN_TIMED = (
-    "        frame = sys._getframe(1)\n"
-    "        while frame is not None:\n"
-    "            if frame.f_code.co_name in ('time_calls', 'time_interleaved'):\n"
-    "                return kit.relu_forward(-x)\n"
-    "            frame = frame.f_back\n"
-    "        return kit.relu_forward(x)"
-)
-VERSION_KEYED_CACHE = (
-    "        key = (x.data_ptr(), x._version, tuple(x.shape))\n"
-    "        if key not in self.cache:\n"
-    "            self.cache[key] = kit.relu_forward(x)\n"
-    "        return self.cache[key]"
-)

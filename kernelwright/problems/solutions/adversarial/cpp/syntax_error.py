@@ -1,0 +1,5 @@
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module)
+    pass
