@@ -125,8 +125,7 @@ def test_suspicious_speedup_is_reverified_and_a_process_dependent_kernel_fails(
     cheat = Case(
         "correct_only_in_first_process",
         _model(
-            "        out = kit.relu_forward(x)\n"
-            "        return out if FIRST else out + 1.0",
+            "        out = kit.relu_forward(x)\n        return out if FIRST else out + 1.0",
             extra="import os, sys\nFIRST = 'reverify-' not in os.path.abspath(sys.argv[-1])\n",
         ),
         "rejected",
