@@ -31,8 +31,8 @@ def test_a_warm_session_keeps_every_verdict_and_starts_the_next_worker_ahead(tmp
             [result] = session.evaluate([write_case(tmp_path, case.name, case.source())])
             # Baselines prepared before the candidate's import must not hide what the candidate changes.
             assert case.accepts(result.verdict.value, result.reason), result.message
-        spare = session._spare
-        assert spare is not None and spare[1].proc.poll() is None
+        [spare] = session._spares
+        assert spare[1].proc.poll() is None
     assert spare[1].proc.poll() is not None  # closing the session ends the worker started ahead
 
 
@@ -96,6 +96,32 @@ def test_several_candidates_in_one_call_start_the_next_worker_while_one_is_judge
     with EvalSession(resolve_problem("relu"), harness_options(shared_home, "cpu")) as session:
         assert session.prefetch
         results = session.evaluate(paths)
-        assert session._spare is None  # none started for a candidate that does not exist
+        assert session._spares == []  # none started for a candidate that does not exist
     assert [r.verdict.value for r in results] == ["correct"] * 3
     assert len(started) == 3 and started[1] < finished[0] and started[2] < finished[1]
+
+
+def test_a_session_can_warm_several_workers_at_once(
+    tmp_path: Path, shared_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch that knows a problem's candidates asks for several workers ahead: started at once
+    (as memory allows), each used by one candidate, none left running when not needed."""
+    from kernelwright.harness import session as session_module
+
+    started: list[float] = []
+    real_start = session_module._start_worker
+
+    def start(*args: object, **kwargs: object) -> object:
+        started.append(time.monotonic())
+        return real_start(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(session_module, "_start_worker", start)
+    paths = [write_case(tmp_path, f"correct_{k}", CORRECT.source()) for k in range(3)]
+    session = EvalSession(resolve_problem("relu"), harness_options(shared_home, "cpu"), warm=True, spares=3)
+    with session:
+        assert session.room == 3 and len(session._spares) == 3 and len(started) == 3
+        session.warm = False
+        results = session.evaluate(paths)
+        assert session._spares == []
+    assert [r.verdict.value for r in results] == ["correct"] * 3
+    assert len(started) == 3  # the three started ahead did all the work

@@ -138,15 +138,23 @@ def _refuse(
 def room_for_a_second_worker(need: MemoryEstimate) -> bool:
     """Whether a second candidate worker (the next candidate's, started ahead) fits beside the
     estimate: its host share again, and on a GPU its device share again within the device."""
+    return room_for_workers(need, 1) >= 1
+
+
+def room_for_workers(need: MemoryEstimate, wanted: int) -> int:
+    """How many more candidate workers (up to `wanted`, started ahead) fit beside the estimate:
+    each its host share again, and on a GPU its device share again, within the machine."""
     have = usable_memory()
     extra = need.parts.get("candidate worker", 0)
-    if have is not None and need.host_bytes + extra > have * USABLE_FRACTION:
-        return False
-    if need.device_bytes:
-        device = _device_memory()
-        if device is not None and 2 * need.device_bytes > device * USABLE_FRACTION:
-            return False
-    return True
+    device = _device_memory() if need.device_bytes else None
+    fits = 0
+    for k in range(1, wanted + 1):
+        if have is not None and need.host_bytes + k * extra > have * USABLE_FRACTION:
+            break
+        if device is not None and (1 + k) * need.device_bytes > device * USABLE_FRACTION:
+            break
+        fits = k
+    return fits
 
 
 def _device_memory() -> int | None:

@@ -567,7 +567,13 @@ class EvalSession:
     """
 
     def __init__(
-        self, problem: Problem, opts: EvalOptions, *, warm: bool = False, prebuilder: Prebuilder | None = None
+        self,
+        problem: Problem,
+        opts: EvalOptions,
+        *,
+        warm: bool = False,
+        prebuilder: Prebuilder | None = None,
+        spares: int = 1,
     ) -> None:
         self.problem, self.opts, self.warm = problem, opts, warm
         # Builds ahead (a batch): candidates it built already are not built again, ones it is
@@ -585,17 +591,20 @@ class EvalSession:
         self.ctx = _Context(problem, opts, work, work / "data", trials)
         self._pool = ThreadPoolExecutor(max_workers=1)
         self._count = 0
-        self._spare: tuple[Path, WorkerProcess] | None = None
+        self._spares: list[tuple[Path, WorkerProcess]] = []  # started ahead, oldest first
         self._spare_ready = False
-        # With several candidates in one call, the next one's worker starts while this one is
-        # built and checked (live.quiet stops it while this one times), where memory allows two.
-        self.prefetch = memory.room_for_a_second_worker(self.memory)
+        # With several candidates in one call, the next ones' workers start while this one is
+        # built and checked (live.quiet stops them while this one times): up to `spares` at once
+        # (a batch that knows how many candidates come), as many as memory allows beside this one.
+        self.room = memory.room_for_workers(self.memory, max(1, spares))
+        self.prefetch = self.room > 0
         opts.say(
             f"{problem.qualified}: drawing {len(self.ctx.trials)} trials and running the reference on {opts.device}"
         )
         self.ctx.pending = self._pool.submit(_run_reference, self.ctx)
         if warm:
-            self._start_spare()
+            for _ in range(max(1, min(spares, self.room))):
+                self._start_spare()
 
     def _workdir(self) -> Path:
         self._count += 1
@@ -603,22 +612,24 @@ class EvalSession:
 
     def _start_spare(self) -> None:
         workdir = self._workdir()
-        self._spare = (workdir, _start_worker(self.ctx, workdir))
-        self._spare_ready = False
+        self._spares.append((workdir, _start_worker(self.ctx, workdir)))
+        if len(self._spares) == 1:
+            self._spare_ready = False
 
     def _acquire(self) -> tuple[Path, WorkerProcess]:
-        if self._spare is not None:
-            spare, self._spare = self._spare, None
+        if self._spares:
+            spare = self._spares.pop(0)
+            self._spare_ready = False
             return spare
         workdir = self._workdir()
         return workdir, _start_worker(self.ctx, workdir)
 
     def wait_ready(self, timeout_s: float = 600.0) -> bool:
         """Block until the worker started ahead has its baselines ready (False without one, or if it died)."""
-        if self._spare is None:
+        if not self._spares:
             return False
         if not self._spare_ready:  # the worker says "ready" once
-            self._spare_ready = self._spare[1].expect("ready", timeout_s).ok
+            self._spare_ready = self._spares[0][1].expect("ready", timeout_s).ok
         return self._spare_ready
 
     def evaluate(self, candidates: list[Path]) -> list[EvalResult]:
@@ -641,10 +652,11 @@ class EvalSession:
             if judge.static_rejection(analysis) is None:
                 needing -= 1
 
-            def acquire(more: bool = more) -> tuple[Path, WorkerProcess]:
+            def acquire(more: bool = more, after: int = needing) -> tuple[Path, WorkerProcess]:
                 got = self._acquire()
-                if more and self.prefetch and self._spare is None:
-                    self._start_spare()  # the next candidate's worker, ready when this one is done
+                # the next candidates' workers, ready when this one is done
+                while more and self.prefetch and len(self._spares) < min(after, self.room):
+                    self._start_spare()
                 return got
 
             result, workdir = _evaluate_one(ctx, path, source, analysis, acquire)
@@ -653,17 +665,19 @@ class EvalSession:
             if opts.out_dir is not None:
                 _write_evidence(opts.out_dir, path, source, result, workdir)
             results.append(result)
-        if self.warm and self._spare is None:
+        if self.warm and not self._spares:
             self._start_spare()
-        elif not self.warm and self._spare is not None:  # started for a candidate that did not need it
-            self._spare[1].kill()
-            self._spare = None
+        elif not self.warm:  # started for candidates that did not need them
+            self._kill_spares()
         return results
 
+    def _kill_spares(self) -> None:
+        for _, worker in self._spares:
+            worker.kill()
+        self._spares.clear()
+
     def close(self) -> None:
-        if self._spare is not None:
-            self._spare[1].kill()
-            self._spare = None
+        self._kill_spares()
         self._pool.shutdown(wait=True)
         if self.ctx.oracle is None and self.ctx.pending is not None and self.ctx.pending.done():
             with contextlib.suppress(Exception):

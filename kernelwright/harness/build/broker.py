@@ -49,7 +49,8 @@ _LOG_TAIL = 20_000
 class _Builder:
     """One builder process, registered with `live` (Ctrl-C ends it; a timing phase pauses it)."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], log_file: Path) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str], log_file: Path, pausable: bool) -> None:
+        self.pausable = pausable  # see live.quiet
         self._log = open(log_file, "wb")  # noqa: SIM115 (closed in wait())
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._log, env=env, start_new_session=True
@@ -78,9 +79,12 @@ class _Builder:
 class BuildBroker:
     """Serves one worker's build requests (a thread per worker; see the module's docstring)."""
 
-    def __init__(self, cache_root: Path, env_extra: dict[str, str], timeout_s: float) -> None:
+    def __init__(self, cache_root: Path, env_extra: dict[str, str], timeout_s: float, *, pausable: bool = True) -> None:
+        """`pausable`: whether a timing phase (`live.quiet`) stops the builders. A GPU evaluation's
+        builders run compilers only, on the CPU cores their requester was given (a batch keeps the
+        timing cores apart), so there they carry on while a candidate is timed."""
         self.cache = BuildCache(cache_root)
-        self.env_extra, self.timeout_s = dict(env_extra), timeout_s
+        self.env_extra, self.timeout_s, self.pausable = dict(env_extra), timeout_s, pausable
         self._builders: set[_Builder] = set()
         self._lock = threading.Lock()
         self._closed = False
@@ -167,7 +171,7 @@ class BuildBroker:
             (work / "home").mkdir()
             (work / "tmp").mkdir()
             argv = [sys.executable, "-m", "kernelwright.harness.build.builder", str(work / "request.json")]
-            builder = _Builder(argv, env, work / "build.log")
+            builder = _Builder(argv, env, work / "build.log", self.pausable)
             with self._lock:
                 self._builders.add(builder)
             try:

@@ -107,9 +107,11 @@ def _signal_tree(pid: int, signum: int) -> None:
 def quiet(keep: object) -> Iterator[int]:
     """Stop every other live worker of this process, with everything it started (compilers, a
     spare worker preparing its baselines), while `keep` times: a timing phase runs on quiet cores
-    and a quiet device. They carry on afterwards; yields how many were paused."""
+    and a quiet device. They carry on afterwards; yields how many were paused. A worker whose
+    `pausable` is False (a compiler of the trusted build step on a GPU host: CPU work only, on
+    cores of its own) carries on."""
     with _LIVE_LOCK:
-        workers = [w for w in _LIVE if w is not keep]
+        workers = [w for w in _LIVE if w is not keep and getattr(w, "pausable", True)]
     pids: list[int] = [pid for w in workers if isinstance(pid := getattr(w, "pid", None), int)]
     for pid in pids:
         _signal_tree(pid, signal.SIGSTOP)

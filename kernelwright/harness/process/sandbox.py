@@ -137,7 +137,7 @@ class WorkerProcess:
         self.broker: BuildBroker | None = None
         child_fds: tuple[int, ...] = ()
         if job.mode != "reference":
-            self.broker = BuildBroker(job.build_cache, extra, timeout_s=BUILD_TIMEOUT_S)
+            self.broker = BuildBroker(job.build_cache, extra, timeout_s=BUILD_TIMEOUT_S, pausable=job.device == "cpu")
             fds_env, child_fds, serve = open_channel(self.broker)
             child_env.update(fds_env)
         try:

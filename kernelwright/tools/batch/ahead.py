@@ -40,6 +40,7 @@ from kernelwright.tools.batch.judging import (
     judge_problem,
     problem_folder,
     runnable_here,
+    spares_for,
     stage_task,
 )
 from kernelwright.tools.batch.pool import Backlog, Emit
@@ -189,8 +190,12 @@ class JudgeWorker:
         try:
             problem, _ = stage_task(upcoming, self._stage_root, self._spec)
             out_dir = self._evidence_root / problem_folder(upcoming["problem"])
+            wanted = spares_for(sum(runnable_here(self._spec, c) for c in upcoming.get("candidates", [])))
             session = EvalSession(
-                problem, self._spec.eval_options(self._slot, progress=relay, out_dir=out_dir), warm=True
+                problem,
+                self._spec.eval_options(self._slot, progress=relay, out_dir=out_dir),
+                warm=True,
+                spares=wanted,
             )
         except KernelwrightError as exc:  # opened (or reported) at its turn instead
             log.info("%s: not opened ahead: %s", upcoming.get("problem"), exc.one_line())

@@ -130,6 +130,16 @@ class Ahead(Protocol):
         ...
 
 
+SPARES_PER_PROBLEM = 6  # candidate workers warmed up at once for a problem (memory permitting)
+
+
+def spares_for(candidates: int) -> int:
+    """How many candidate workers to start ahead for a problem with this many candidates: their
+    start (interpreter, torch, the baselines' compile: seconds each) then overlaps instead of
+    coming before each candidate in turn."""
+    return max(1, min(SPARES_PER_PROBLEM, candidates))
+
+
 def record_from_result(record: BatchRecord, result: EvalResult, evidence: str | None) -> BatchRecord:
     """The results line of one judged candidate (the full EvalResult stays in its evidence file)."""
     return record.model_copy(
@@ -227,7 +237,7 @@ def judge_problem(
         opened = ahead.take_session(task, say) if ahead is not None else None
         if opened is None:
             options = spec.eval_options(slot, progress=say, out_dir=evidence_root / folder)
-            session = EvalSession(problem, options, warm=True)
+            session = EvalSession(problem, options, warm=True, spares=spares_for(len(runnable)))
         else:
             session = opened.session
         if ahead is not None:  # what was built ahead is not built again; what is building is waited for
