@@ -64,11 +64,13 @@ def test_eval_json_and_exit_codes(tmp_path: Path) -> None:
         (r["verdict"], r["reason"], r["message"]) for r in doc["results"]
     ]
     good_result = doc["results"][0]
-    # A speedup, or (on a loaded machine, where eager's intra-op threads make it erratic) the
-    # documented refusal to report one whose baselines disagree with the clean process's.
+    # A speedup, or (on a loaded machine, where eager's intra-op threads make it erratic) one of the
+    # documented refusals to report one: baselines that disagree with the clean process's, or wall
+    # times far above the timer's for the candidate and the baseline alike (seen in CI).
+    refusals = {"baselines_disagree", "device_contended"}
     assert good_result["speedups"].get("eager", {}).get("ratio", 0) > 0 or (
-        any(f["code"] == "baselines_disagree" for f in good_result["flags"]) and not good_result["speedups"]
-    )
+        any(f["code"] in refusals for f in good_result["flags"]) and not good_result["speedups"]
+    ), good_result["flags"]
     assert (tmp_path / "ev" / "good" / "result.json").exists()
     assert "checking correctness" in done.stderr and "timing against eager" in done.stderr  # progress on stderr
 
