@@ -89,12 +89,6 @@ class _Item:
     candidate: Path
 
 
-def _signal_tree(pid: int, signum: int) -> None:
-    for target in [pid, *live.descendants(pid)]:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(target, signum)
-
-
 class _QuietWatch:
     """Whether `live.quiet` is in force in this process: a sleeping stand-in process registered
     with `live`, which a quiet phase stops like every other worker. While it is stopped no build
@@ -135,14 +129,14 @@ class _QuietWatch:
             if self.quiet():
                 for worker in self._running():
                     if worker.pid not in self._held and worker.proc.returncode is None:
-                        _signal_tree(worker.pid, signal.SIGSTOP)
+                        live.signal_tree(worker.pid, signal.SIGSTOP)
                         self._held.add(worker.pid)
             elif self._held:
                 self._release()
 
     def _release(self) -> None:
         for pid in list(self._held):
-            _signal_tree(pid, signal.SIGCONT)
+            live.signal_tree(pid, signal.SIGCONT)
         self._held.clear()
 
     def kill(self) -> None:

@@ -255,6 +255,12 @@ def restrict_writes(writable: list[Path], notes: list[str]) -> bool:
     """A further Landlock layer on this thread (and what it starts from now on): writes only
     beneath `writable`. Layers stack, so this can only take away. False (with a note) where
     Landlock is missing or refuses."""
+    confined, _ = _landlock(_made(writable, notes), notes)
+    return confined
+
+
+def _made(writable: list[Path], notes: list[str]) -> list[Path]:
+    """The writable folders, created where missing and resolved (one that cannot be is noted)."""
     folders = []
     for folder in writable:
         try:
@@ -262,8 +268,7 @@ def restrict_writes(writable: list[Path], notes: list[str]) -> bool:
             folders.append(folder.resolve())
         except OSError as exc:
             notes.append(f"cannot create writable folder {folder}: {exc}")
-    confined, _ = _landlock(folders, notes)
-    return confined
+    return folders
 
 
 CUDA_INIT_VAR = "KERNELWRIGHT_CUDA_INIT"  # "after-layers": this host's driver starts under the layers (probed)
@@ -306,13 +311,7 @@ def confine(writable: list[Path], mode: SandboxMode, *, cuda: bool = False, befo
     after = cuda and os.environ.get(CUDA_INIT_VAR) == "after-layers" and threads_before == 1
     if cuda and not after:
         _init_cuda_driver(notes)
-    folders = []
-    for folder in writable:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            folders.append(folder.resolve())
-        except OSError as exc:
-            notes.append(f"cannot create writable folder {folder}: {exc}")
+    folders = _made(writable, notes)
     if not sys.platform.startswith("linux"):
         return Isolation(mode=mode, network="none", filesystem="none", capabilities="kept", notes=["not Linux"])
     rlimits = _rlimits(notes)

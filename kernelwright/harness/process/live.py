@@ -97,7 +97,8 @@ def resume() -> None:
     _INTERRUPTED.clear()
 
 
-def _signal_tree(pid: int, signum: int) -> None:
+def signal_tree(pid: int, signum: int) -> None:
+    """Send `signum` to `pid` and every process below it (gone ones are skipped)."""
     for target in [pid, *descendants(pid)]:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(target, signum)
@@ -114,9 +115,9 @@ def quiet(keep: object) -> Iterator[int]:
         workers = [w for w in _LIVE if w is not keep and getattr(w, "pausable", True)]
     pids: list[int] = [pid for w in workers if isinstance(pid := getattr(w, "pid", None), int)]
     for pid in pids:
-        _signal_tree(pid, signal.SIGSTOP)
+        signal_tree(pid, signal.SIGSTOP)
     try:
         yield len(pids)
     finally:
         for pid in pids:
-            _signal_tree(pid, signal.SIGCONT)
+            signal_tree(pid, signal.SIGCONT)

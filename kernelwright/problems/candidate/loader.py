@@ -123,39 +123,29 @@ def _patch_cpp_extension() -> None:
                 return _wrap_module(module, name, wrap)
             return module
         marked = cache.folder(key) / BUILT_MARK
+        start = time.perf_counter()
         if marked.is_file():  # complete (the harness's build step marked it): load, write nothing
-            start = time.perf_counter()
             module = cpp._import_module_from_library(name, str(marked.parent), bound.arguments["is_python_module"])
-            library = getattr(module, "__file__", None) or (module if isinstance(module, str) else None)
-            builds.append(
-                {
-                    "name": name,
-                    "key": key[:24],
-                    "cached": True,
-                    "seconds": time.perf_counter() - start,
-                    "library": str(library) if library else None,
-                }
-            )
-            if wrap is not None and isinstance(module, types.ModuleType):
-                return _wrap_module(module, name, wrap)
-            return module
-        cache = _ROUTING.private or cache
-        with cache.locked(key) as folder:
-            cached = cache.is_built(key, name)
-            start = time.perf_counter()
-            bound.arguments["build_directory"] = str(folder)
-            bound.arguments["verbose"] = True  # the compiler's commands and output go to the build log
-            module = original(*bound.args, **bound.kwargs)
-            library = getattr(module, "__file__", None)  # the built shared object: its symbols are the candidate's own
-            builds.append(
-                {
-                    "name": name,
-                    "key": key[:24],
-                    "cached": cached,
-                    "seconds": time.perf_counter() - start,
-                    "library": str(library) if library else None,
-                }
-            )
+            cached = True
+        else:
+            cache = _ROUTING.private or cache
+            with cache.locked(key) as folder:
+                cached = cache.is_built(key, name)
+                start = time.perf_counter()
+                bound.arguments["build_directory"] = str(folder)
+                bound.arguments["verbose"] = True  # the compiler's commands and output go to the build log
+                module = original(*bound.args, **bound.kwargs)
+        # the built shared object: its symbols are the candidate's own
+        library = getattr(module, "__file__", None) or (module if isinstance(module, str) else None)
+        builds.append(
+            {
+                "name": name,
+                "key": key[:24],
+                "cached": cached,
+                "seconds": time.perf_counter() - start,
+                "library": str(library) if library else None,
+            }
+        )
         if wrap is not None and isinstance(module, types.ModuleType):
             return _wrap_module(module, name, wrap)
         return module
