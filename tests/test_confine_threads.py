@@ -34,8 +34,16 @@ def helper_body():  # the driver's thread: later (once told), it tries a write o
     except OSError:
         helper_wrote.append(False)
 
-def helper_thread(notes):  # what cuInit does to the process: a thread of its own
-    threading.Thread(target=helper_body, daemon=True).start()
+named = []
+
+def helper_thread(notes):  # what cuInit does to the process: a thread of its own, which it names
+    thread = threading.Thread(target=helper_body, daemon=True)
+    thread.start()
+    try:  # as pthread_setname_np does for another thread; the driver fails (304) if it cannot
+        Path(f"/proc/self/task/{thread.native_id}/comm").write_text("cuda-EvtHandlr")
+        named.append(Path(f"/proc/self/task/{thread.native_id}/comm").read_text().strip())
+    except OSError as exc:
+        named.append(str(exc))
     return True
 
 confine._init_cuda_driver = helper_thread
@@ -49,9 +57,15 @@ try:  # the main thread is confined: a write outside its folder is refused
     wrote = True
 except OSError:
     wrote = False
+try:  # another process's /proc files (the harness's) stay out of reach
+    Path(f"/proc/{os.getppid()}/comm").write_text("renamed")
+    parent = "written"
+except OSError:
+    parent = "refused"
 go.set()
 time.sleep(0.5)
-print(json.dumps({"isolation": isolation.model_dump(), "wrote_outside": wrote, "helper_wrote": helper_wrote}))
+print(json.dumps({"isolation": isolation.model_dump(), "wrote_outside": wrote, "helper_wrote": helper_wrote,
+                  "named": named, "parent": parent}))
 """
 
 
@@ -93,6 +107,9 @@ def test_a_driver_started_after_the_layers_has_its_threads_confined(tmp_path: Pa
     assert not any("helper thread" in note for note in isolation["notes"]), isolation["notes"]
     assert got["wrote_outside"] is False and got["helper_wrote"] == [False]
     assert not (tmp_path / "helper.txt").exists()
+    # The driver names its thread through /proc as it starts: its own threads' files stay writable,
+    # another process's are not.
+    assert got["named"] == ["cuda-EvtHandlr"] and got["parent"] == "refused"
 
 
 def test_a_thread_running_before_the_driver_still_refuses_the_layers(tmp_path: Path) -> None:
@@ -113,6 +130,7 @@ print(isolation.model_dump_json(), flush=True)
 after = "import os, pathlib, sys\\n" + (
     "try:\\n    pathlib.Path(sys.argv[1]).write_text('x'); print('wrote')\\nexcept OSError:\\n    print('refused')\\n"
     "print('threads', len(os.listdir('/proc/self/task')))\\n"
+    "pathlib.Path(f'/proc/self/task/{os.getpid()}/comm').write_text('target'); print('named')\\n"
 )
 os.execv(sys.executable, [sys.executable, "-c", after, str(Path(sys.argv[1]).parent / "outside.txt")])
 """
@@ -130,4 +148,4 @@ def test_threads_that_end_at_the_next_exec_do_not_cost_the_layers(tmp_path: Path
     isolation = json.loads(lines[0])
     assert isolation["filesystem"] == "landlock" and isolation["network"] != "none"
     assert any("end at the exec" in note for note in isolation["notes"]), isolation["notes"]
-    assert lines[1:] == ["refused", "threads 1"] and not (tmp_path / "outside.txt").exists()
+    assert lines[1:] == ["refused", "threads 1", "named"] and not (tmp_path / "outside.txt").exists()

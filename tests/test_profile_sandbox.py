@@ -50,6 +50,10 @@ def test_confined_exec_drops_secrets_and_confines_what_it_runs(tmp_path: Path) -
     assert got["wrote"] is False and not outside.exists()
     isolation = json.loads((scratch / ISOLATION_FILE).read_text())
     assert isolation["filesystem"] == "landlock" and isolation["network"] != "none"
+    # ncu attaches to its target through the host's network namespace (a target in one of its own
+    # is never reached): TCP is closed by Landlock instead, every outbound socket call by seccomp.
+    assert isolation["network"] == "landlock-tcp" and isolation["sockets"] == confine.probe().sockets
+    assert "no network namespace" in " ".join(isolation["notes"])
 
 
 LOADS = """
@@ -116,10 +120,9 @@ def _result(status: ProfileStatus, stderr: str = "") -> ProfileResult:
     [
         (_result(ProfileStatus.OK), "best-effort", False),
         (_result(ProfileStatus.FAILED, "==ERROR== target application returned an error"), "best-effort", True),
-        (_result(ProfileStatus.FAILED, "==ERROR== target application returned an error"), "strict", False),
         (_result(ProfileStatus.FAILED, "model raised RuntimeError: boom"), "best-effort", False),
     ],
-    ids=["confined-ok", "ncu-fails-confined", "strict-never-unconfined", "candidate-failed"],
+    ids=["confined-ok", "ncu-fails-confined", "candidate-failed"],
 )
 def test_profiling_falls_back_only_when_the_sandbox_is_the_problem(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, first: ProfileResult, mode: str, retried: bool
@@ -145,9 +148,9 @@ def test_profiling_falls_back_only_when_the_sandbox_is_the_problem(
 def test_where_the_driver_cannot_start_confined_the_profile_says_so(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Seen on an H100 host: cuInit needs a Unix-domain socket, so a target confined before its
-    driver starts cannot use the GPU. Best-effort profiles without the layers (no secrets) and
-    says why; strict refuses."""
+    """On a host whose driver does not start under the layers (the probe says so), a target
+    confined before its driver starts cannot use the GPU: best-effort profiles without the layers
+    (no secrets) and says why."""
     calls: list[dict] = []
 
     def fake(problem: str, candidate: Path, **kwargs: object) -> ProfileResult:
@@ -159,5 +162,15 @@ def test_where_the_driver_cannot_start_confined_the_profile_says_so(
     result = profile_tool.profile_candidate("relu", tmp_path / "c.py", report_path=tmp_path / "r")
     assert result.ok and "cuInit returned 304" in result.sandbox and result.sandbox.startswith("none")
     assert len(calls) == 1 and "launcher" not in calls[0] and calls[0]["drop_env"]("KERNELWRIGHT_LLM_API_KEY")
+
+
+@pytest.mark.parametrize("driver", [(True, ""), (False, "cuInit returned 304")], ids=["driver-inside", "outside"])
+def test_strict_never_profiles_a_candidate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, driver: tuple) -> None:
+    """The ncu target cannot have a network namespace of its own (ncu reaches it through the
+    host's), so strict, which needs the full set, refuses before running anything."""
+    calls: list[dict] = []
+    monkeypatch.setattr(profile_tool, "profile_problem", lambda *a, **k: calls.append(k))
+    monkeypatch.setattr(profile_tool.confine, "cuda_after_layers", lambda: driver)
     refused = profile_tool.profile_candidate("relu", tmp_path / "c.py", report_path=tmp_path / "r", sandbox="strict")
-    assert not refused.ok and refused.sandbox == "refused" and len(calls) == 1
+    assert not refused.ok and refused.sandbox == "refused" and "network namespace" in refused.message
+    assert calls == []

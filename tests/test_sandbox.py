@@ -166,7 +166,7 @@ def test_doctor_reports_the_sandbox_layers() -> None:
     found = confine.probe()
     assert (checks["sandbox net"].level.value == "OK") == (found.network == "namespace")
     assert (checks["sandbox files"].level.value == "OK") == (found.filesystem == "landlock")
-    assert (checks["sandbox sockets"].level.value == "OK") == (found.sockets == "unix_denied")
+    assert (checks["sandbox sockets"].level.value == "OK") == (found.sockets == "connect_denied")
     for check in checks.values():
         assert check.level.value == "OK" or check.fix or check.name == "sandbox limits"
 

@@ -230,8 +230,8 @@ def check_sandbox(has_gpu: bool = False) -> list[Check]:
     )
     sockets = _layer(
         "sandbox sockets",
-        found.sockets == "unix_denied",
-        "seccomp: Unix-domain sockets and io_uring refused",
+        found.sockets == "connect_denied",
+        "seccomp: connect, sendto to an address, sendmsg and io_uring refused (no socket reaches a peer)",
         "no seccomp filter on this platform: socket files (an SSH agent, a Docker daemon) are reachable",
         "Linux on x86_64 or aarch64",
     )
@@ -244,9 +244,9 @@ def check_sandbox(has_gpu: bool = False) -> list[Check]:
                 works,
                 "the CUDA driver starts under the layers: its helper threads are confined too",
                 f"the CUDA driver starts before the layers, its helper threads outside them ({why})",
-                "nothing to set: this host's driver needs at its start what the layers forbid (on the H100 hosts "
-                "measured: a Unix-domain socket); best-effort runs with its helper threads outside them, and a "
-                "profiled candidate's ncu target unconfined (docs/threat-model.md)",
+                "nothing to set: this host's driver needs at its start something the layers forbid (run "
+                "scripts/diag_cuda_layers.py to see which, and report it); best-effort runs with its helper threads "
+                "outside them, and a profiled candidate's ncu target unconfined (docs/threat-model.md)",
             )
         )
     return checks

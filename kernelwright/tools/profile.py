@@ -86,23 +86,25 @@ def _describe(isolation: Isolation | None) -> str:
 def profile_candidate(
     problem: str, candidate: Path, *, report_path: Path, sandbox: SandboxMode = "best-effort", **kwargs: Any
 ) -> ProfileResult:
-    """Profile a candidate under ncu with its target inside the sandbox's layers (network
-    namespace, Landlock, no capabilities, no Unix sockets; the shared build cache only read:
-    builds the harness completed are loaded, others made in the target's scratch). Secrets never
+    """Profile a candidate under ncu with its target inside the sandbox's layers (Landlock,
+    no capabilities, no socket reaching a peer, TCP denied; the shared build cache only read:
+    builds the harness completed are loaded, others made in the target's scratch) but in the
+    host's network namespace, through which ncu attaches to it (`confined_exec`). Secrets never
     reach ncu or the target. The target starts the CUDA driver after the layers, so on a host
     whose driver does not start under them (`confine.cuda_after_layers`), and where ncu fails on
-    a confined target, best-effort profiles without the layers and strict does not;
-    `ProfileResult.sandbox` says which. `kwargs` go to `profile_problem`."""
+    a confined target, best-effort profiles without the layers; `ProfileResult.sandbox` says
+    which. Strict refuses to profile a candidate at all: its target cannot have the full set.
+    `kwargs` go to `profile_problem`."""
+    if sandbox == "strict":
+        return ProfileResult(
+            status=ProfileStatus.FAILED,
+            message="--sandbox strict: a candidate's ncu target cannot get the full set of layers: ncu attaches "
+            "to it through the host's network namespace, so it cannot have one of its own",
+            hint="`--sandbox best-effort` profiles it under every other layer (TCP and outbound sockets still refused)",
+            sandbox="refused",
+        )
     works, why = confine.cuda_after_layers()
     if not works:
-        if sandbox == "strict":
-            return ProfileResult(
-                status=ProfileStatus.FAILED,
-                message=f"--sandbox strict: the candidate's ncu target cannot be confined here: the CUDA driver "
-                f"does not start under the layers ({why})",
-                hint="`--sandbox best-effort` profiles it without them",
-                sandbox="refused",
-            )
         result = profile_problem(problem, candidate, report_path=report_path, drop_env=looks_secret, **kwargs)
         result.sandbox = f"none: this host's CUDA driver does not start under the layers ({why}); secrets removed"
         return result
@@ -121,7 +123,7 @@ def profile_candidate(
         isolation = Isolation.model_validate_json(written.read_text()) if written.is_file() else None
     result.sandbox = _describe(isolation)
     text = result.stderr_tail + result.stdout_tail
-    if result.ok or any(marker in text for marker in _CANDIDATE_FAILED) or sandbox == "strict":
+    if result.ok or any(marker in text for marker in _CANDIDATE_FAILED):
         return result
     log.warning("ncu could not profile the sandboxed target (%s); profiling without the sandbox", result.one_line())
     retry = profile_problem(problem, candidate, report_path=report_path, drop_env=looks_secret, **kwargs)

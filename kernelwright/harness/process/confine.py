@@ -119,10 +119,32 @@ def _device_entries() -> list[Path]:
     return [e for e in entries if e.name not in _SKIPPED_DEV and not e.is_symlink()]
 
 
+_PINNED: list[int] = []  # descriptors held open for the process's life (see _own_threads)
+
+
+def _own_threads(ruleset: int, file_access: int) -> None:
+    """Let this process write its own threads' files in /proc (`/proc/PID/task/TID/comm`): the
+    CUDA driver names its helper threads as it starts, and cuInit fails (304) when it cannot
+    (measured on an H100, driver 580). The rule is bound to this process's own `task` folder,
+    which `/proc/self/task` resolves to now; what it later starts has folders of its own that the
+    rule does not cover. The folder stays open, so its /proc entry is not dropped and made anew
+    (a new inode the rule would not match) while the process lives (`confine(before_exec=True)`
+    keeps it open across the exec)."""
+    try:
+        fd = os.open("/proc/self/task", os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return
+    attr = _PathBeneath(allowed_access=file_access, parent_fd=fd)
+    if _libc().syscall(_SYS_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(attr), 0) == 0:
+        _PINNED.append(fd)
+    else:
+        os.close(fd)
+
+
 def _landlock(writable: list[Path], notes: list[str]) -> tuple[bool, bool]:
-    """Confine writes to `writable` (and /dev's devices); with ABI 4+, deny every TCP connect and
-    bind; with ABI 6+, no signals to and no abstract sockets of processes outside. Returns
-    (filesystem confined, TCP denied)."""
+    """Confine writes to `writable` (and /dev's devices, and this process's threads' /proc
+    files); with ABI 4+, deny every TCP connect and bind; with ABI 6+, no signals to and no
+    abstract sockets of processes outside. Returns (filesystem confined, TCP denied)."""
     abi = landlock_abi()
     if abi < 1:
         notes.append("Landlock unavailable (Linux >= 5.13 with landlock in the LSM list)")
@@ -144,6 +166,7 @@ def _landlock(writable: list[Path], notes: list[str]) -> tuple[bool, bool]:
         for entry in _device_entries():  # write (open O_RDWR) existing devices; create nothing in /dev
             with contextlib.suppress(OSError):  # a device that vanished since the listing
                 _add_rule(ruleset, entry, file_access)
+        _own_threads(ruleset, file_access)
         if _libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             notes.append(f"prctl(NO_NEW_PRIVS) failed: {_err()}")
             return False, False
@@ -288,7 +311,14 @@ def _init_cuda_driver(notes: list[str]) -> bool:
     return True
 
 
-def confine(writable: list[Path], mode: SandboxMode, *, cuda: bool = False, before_exec: bool = False) -> Isolation:
+def confine(
+    writable: list[Path],
+    mode: SandboxMode,
+    *,
+    cuda: bool = False,
+    before_exec: bool = False,
+    network_namespace: bool = True,
+) -> Isolation:
     """Put this process (and all it will start) under every layer the kernel allows. Call once,
     first thing, while the process is single-threaded; `writable` folders are created if needed.
 
@@ -305,7 +335,13 @@ def confine(writable: list[Path], mode: SandboxMode, *, cuda: bool = False, befo
     With `before_exec`, the caller replaces itself with another program next (`confined_exec`):
     threads already running (a profiler's injected library) end at that `exec`, and the new
     program starts single-threaded under the layers this thread carries, so they are no reason
-    to refuse the layers."""
+    to refuse the layers.
+
+    Without `network_namespace`, the process stays in the host's network namespace: for an
+    ncu target, which ncu reaches through sockets of that namespace (measured on an H100: every
+    other layer leaves ncu working, a namespace of the target's own makes it wait forever). The
+    network is then closed by Landlock (TCP connect and bind) and by the seccomp filter (no
+    connect, no datagram to an address, no sendmsg: nothing outbound of any family)."""
     notes: list[str] = []
     threads_before = _threads()
     after = cuda and os.environ.get(CUDA_INIT_VAR) == "after-layers" and threads_before == 1
@@ -330,9 +366,14 @@ def confine(writable: list[Path], mode: SandboxMode, *, cuda: bool = False, befo
             f"the CUDA driver's {driver_threads} helper thread(s), started by its initialisation, are outside "
             "the layers (they run driver code); this thread and all it starts are inside"
         )
-    netns = _network_namespace(notes)
+    netns = _network_namespace(notes) if network_namespace else False
+    if not network_namespace:
+        notes.append("no network namespace (asked for: ncu reaches its target through the host's)")
     confined, tcp_denied = _landlock(folders, notes)
     caps = _drop_capabilities(notes)
+    if before_exec:
+        for fd in _PINNED:
+            os.set_inheritable(fd, True)
     refused = seccomp.install()  # last: the layers above need calls it does not refuse, it needs no-new-privs
     if refused:
         notes.append(refused)
@@ -347,7 +388,7 @@ def confine(writable: list[Path], mode: SandboxMode, *, cuda: bool = False, befo
         filesystem="landlock" if confined else "none",
         rlimits=rlimits,
         capabilities=caps,  # type: ignore[arg-type]
-        sockets="allowed" if refused else "unix_denied",
+        sockets="allowed" if refused else "connect_denied",
         cuda_driver=driver,
         writable=[str(f) for f in folders] + ["/dev (existing devices, not /dev/shm)"],
         notes=notes,
@@ -451,6 +492,6 @@ def probe() -> Isolation:
         filesystem="landlock" if abi >= 1 else "none",
         rlimits={"core": 0} if sys.platform.startswith("linux") else {},
         capabilities="dropped" if os.geteuid() == 0 else "none-held",
-        sockets="unix_denied" if seccomp.supported() else "allowed",
+        sockets="connect_denied" if seccomp.supported() else "allowed",
         notes=notes + ([f"Landlock ABI {abi}"] if abi else []),
     )

@@ -7,6 +7,11 @@ secret-looking variables from its environment (the rest is kept: ncu's injection
 it), points HOME and TMPDIR into SCRATCH, confines itself (`confine.confine`: writable only
 SCRATCH; the CUDA driver is left to the command, so it starts under the layers), writes what it
 got to SCRATCH/isolation.json and replaces itself with COMMAND (the layers survive `exec`).
+
+Every layer but the network namespace: ncu attaches to its target through sockets of the host's
+namespace and waits forever for a target in a namespace of its own (seen on an H100, Nsight
+Compute 2025.3; `scripts/diag_ncu_layers.py`). Landlock's TCP rules and the seccomp filter still
+leave the target no way to send anything anywhere.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ def main(argv: list[str]) -> int:
     os.environ["CUDA_CACHE_PATH"] = str(scratch / "cuda-cache")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(scratch / "inductor")
     os.environ["TRITON_CACHE_DIR"] = str(scratch / "triton")
-    isolation = confine.confine([scratch, home, tmp], mode, before_exec=True)
+    isolation = confine.confine([scratch, home, tmp], mode, before_exec=True, network_namespace=False)
     (scratch / ISOLATION_FILE).write_text(isolation.model_dump_json())
     missing = isolation.missing() if mode == "strict" else []
     if missing:

@@ -159,8 +159,11 @@ class Isolation(BaseModel):
     filesystem: Literal["landlock", "none", "unknown"] = "unknown"
     rlimits: dict[str, int] = Field(default_factory=dict, description="Limits set: core, fsize, nproc.")
     capabilities: Literal["dropped", "none-held", "kept", "unknown"] = "unknown"
-    sockets: Literal["unix_denied", "allowed", "unknown"] = Field(
-        default="unknown", description="unix_denied: a seccomp filter refuses Unix-domain sockets and io_uring."
+    sockets: Literal["connect_denied", "unix_denied", "allowed", "unknown"] = Field(
+        default="unknown",
+        description="connect_denied: a seccomp filter refuses connect, sendto to an address, sendmsg, sendmmsg "
+        "and io_uring, so no socket reaches a peer (unix_denied: the filter before 2026-11, which refused "
+        "creating Unix-domain sockets; found in older records only).",
     )
     cuda_driver: Literal["inside", "outside", "none"] = Field(
         default="none",
@@ -186,8 +189,8 @@ class Isolation(BaseModel):
             gaps.append("no Landlock write confinement")
         if not self.rlimits:
             gaps.append("no resource limits")
-        if self.sockets != "unix_denied":
-            gaps.append("no seccomp filter against Unix-domain sockets")
+        if self.sockets != "connect_denied":
+            gaps.append("no seccomp filter against connecting to sockets (a Unix-domain socket file)")
         if self.cuda_driver == "outside":
             gaps.append("the CUDA driver's threads run outside the layers")
         return gaps
