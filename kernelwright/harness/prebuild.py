@@ -24,7 +24,6 @@ import functools
 import logging
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -49,6 +48,7 @@ from kernelwright.problems import Problem
 from kernelwright.problems.candidate.cache import BuildCache
 
 log = logging.getLogger(__name__)
+PREBUILD_NICE = 10  # builds ahead yield the CPU to the workers being started for judging
 
 Status = Literal["built", "cached", "failed", "skipped"]
 
@@ -108,7 +108,8 @@ class _QuietWatch:
         self.pid = self.proc.pid
         live.add(self)
         self._running = running
-        self._held: set[int] = set()
+        self._held: set[int] = set()  # the build workers held here
+        self._stopped: list[int] = []  # every process stopped with them (`live.stop_trees`), to continue
         self._ended = threading.Event()
         self._thread = threading.Thread(target=self._hold_while_quiet, daemon=True, name="prebuild-quiet-watch")
         self._thread.start()
@@ -127,16 +128,16 @@ class _QuietWatch:
     def _hold_while_quiet(self) -> None:
         while not self._ended.wait(self.POLL_S):
             if self.quiet():
-                for worker in self._running():
-                    if worker.pid not in self._held and worker.proc.returncode is None:
-                        live.signal_tree(worker.pid, signal.SIGSTOP)
-                        self._held.add(worker.pid)
+                late = [w.pid for w in self._running() if w.pid not in self._held and w.proc.returncode is None]
+                if late:
+                    self._held.update(late)
+                    live.stop_trees(late, into=self._stopped)
             elif self._held:
                 self._release()
 
     def _release(self) -> None:
-        for pid in list(self._held):
-            live.signal_tree(pid, signal.SIGCONT)
+        stopped, self._stopped = self._stopped, []
+        live.cont(stopped)
         self._held.clear()
 
     def kill(self) -> None:
@@ -330,6 +331,11 @@ class Prebuilder:
             # This thread only: every process it starts (the build worker, and through it the
             # compilers) is born on these cores, before it could start anything elsewhere.
             os.sched_setaffinity(0, self.cores)
+        # Builds ahead are for later candidates: where they share cores with the workers being
+        # started for the current and next problems, those go first (Linux: this thread, and
+        # what it starts, only).
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, 0, PREBUILD_NICE)
         while True:
             item = self._take()
             if item is None:

@@ -55,6 +55,10 @@ class _Context:
     oracle: WorkerProcess | None = None  # the reference's worker: holds the outputs, compares
     lock: threading.Lock = field(default_factory=threading.Lock)
     clean: dict[str, dict[str, float]] | None = None  # the baselines timed in the reference's process
+    prepared: Future[None] | None = (
+        None  # the reference's process making the baselines (`prepare`), after the reference
+    )
+    prepare_failed: str | None = None  # why it could not (its process is then gone: the problem's fault)
     # CUDA outputs handed over as memory handles (`cuda_ipc`): untried (None), seen working, or
     # not working here (files from then on, for the session).
     ipc: bool | None = None
@@ -102,6 +106,9 @@ class _Context:
         that length interleaved where the candidate was (not kept)."""
         if self.clean is not None and spacer_ms is None:
             return self.clean
+        if self.prepared is not None:  # made while nothing was timed; if that failed, `baselines` makes them
+            with contextlib.suppress(Exception):
+                self.prepared.result()
         with self.lock, live.quiet(keep=self.oracle):
             assert self.oracle is not None
             self.oracle.send(f"baselines {spacer_ms or 0.0}")
@@ -129,6 +136,12 @@ class _Context:
             for file in (path, repeat):
                 if file is not None:
                     file.unlink(missing_ok=True)
+        if (not answer.ok or answer.message is None) and self.prepare_failed is not None:
+            raise ProblemError(
+                f"{self.problem.path}: preparing the baselines (eager, torch.compile) in the reference's process "
+                f"failed, which ended it: {self.prepare_failed}",
+                hint="`kernelwright problems run` runs the reference alone; `--baselines eager` skips torch.compile",
+            )
         if not answer.ok or answer.message is None:
             raise EnvironmentProblem(
                 f"{self.problem.qualified}: the reference's worker failed comparing outputs: {answer.detail}",
@@ -180,6 +193,26 @@ def _run_reference(ctx: _Context) -> tuple[WorkerProcess | None, Outcome]:
         worker.close()
         return None, outcome
     return worker, outcome
+
+
+def _prepare_baselines(ctx: _Context) -> None:
+    """Have the reference's process make the baselines it will time (compile included) now, while
+    candidates are built and checked (or, in a session opened ahead, while the previous problem is
+    judged): only the timing is left for `clean_baselines`, under `live.quiet`. Every quiet phase
+    pauses this process like any other worker. Runs on the session's thread after the reference."""
+    assert ctx.pending is not None
+    oracle, outcome = ctx.pending.result()
+    if oracle is None or not outcome.ok:
+        return
+    with ctx.lock:
+        oracle.send("prepare")
+        answer = oracle.expect("prepare", ctx.opts.run_timeout_s)
+        if not answer.ok:
+            ctx.prepare_failed = answer.detail or "no answer"
+    if not answer.ok:
+        log.warning(
+            "%s: preparing the baselines in the reference's process failed: %s", ctx.problem.qualified, answer.detail
+        )
 
 
 def _base_result(ctx: _Context, path: Path, source: str, analysis: CandidateAnalysis | None) -> EvalResult:
@@ -321,7 +354,9 @@ def _cross_check_baselines(ctx: _Context, worker: WorkerProcess, result: EvalRes
     timed again with a stand-in for the candidate interleaved (what runs between a baseline's calls
     changes its time), and the candidate's side once more; slower beside it every time, the
     candidate slowed them (rejected); otherwise no speedup of this run is reported."""
+    started = time.perf_counter()
     clean = ctx.clean_baselines()
+    result.phase_seconds["clean_baselines"] = time.perf_counter() - started
     result.clean_baseline_ms = {name: figures["median_ms"] for name, figures in clean.items()}
     if not judge.disagreeing_baselines(result.timings, clean):
         return
@@ -598,10 +633,15 @@ class EvalSession:
         # (a batch that knows how many candidates come), as many as memory allows beside this one.
         self.room = memory.room_for_workers(self.memory, max(1, spares))
         self.prefetch = self.room > 0
+        # Candidates a caller will pass to later `evaluate` calls (a batch judging a problem in
+        # groups): spares are kept topped up for them too, not only for the current call's.
+        self.coming = 0
         opts.say(
             f"{problem.qualified}: drawing {len(self.ctx.trials)} trials and running the reference on {opts.device}"
         )
         self.ctx.pending = self._pool.submit(_run_reference, self.ctx)
+        if opts.timing and opts.baselines:  # the same thread: after the reference
+            self.ctx.prepared = self._pool.submit(_prepare_baselines, self.ctx)
         if warm:
             for _ in range(max(1, min(spares, self.room))):
                 self._start_spare()
@@ -648,14 +688,14 @@ class EvalSession:
         for path, source, analysis in zip(candidates, sources, analyses, strict=True):
             start = time.perf_counter()
             opts.say(f"{path.name}: building and loading ({analysis.backend})")
-            more = needing > 1 if judge.static_rejection(analysis) is None else False
             if judge.static_rejection(analysis) is None:
                 needing -= 1
 
-            def acquire(more: bool = more, after: int = needing) -> tuple[Path, WorkerProcess]:
+            def acquire(after: int = needing + self.coming) -> tuple[Path, WorkerProcess]:
                 got = self._acquire()
-                # the next candidates' workers, ready when this one is done
-                while more and self.prefetch and len(self._spares) < min(after, self.room):
+                # the workers of the candidates after this one (this call's and those still to
+                # come), started as soon as one is taken: ready when this one is done
+                while self.prefetch and len(self._spares) < min(after, self.room):
                     self._start_spare()
                 return got
 
@@ -678,10 +718,15 @@ class EvalSession:
 
     def close(self) -> None:
         self._kill_spares()
-        self._pool.shutdown(wait=True)
+        prepared = self.ctx.prepared
+        if prepared is not None:
+            prepared.cancel()  # not started yet: never will
         if self.ctx.oracle is None and self.ctx.pending is not None and self.ctx.pending.done():
             with contextlib.suppress(Exception):
                 self.ctx.oracle = self.ctx.pending.result()[0]
+        if self.ctx.oracle is not None and prepared is not None and not prepared.done():
+            self.ctx.oracle.kill()  # making baselines no candidate will be timed against
+        self._pool.shutdown(wait=True)
         if self.ctx.oracle is not None:
             self.ctx.oracle.close()
             self.ctx.oracle = None

@@ -12,8 +12,7 @@ import contextlib
 import os
 import signal
 import threading
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Protocol
 
 
@@ -41,40 +40,82 @@ def interrupted() -> bool:
 
 
 def _children_map() -> dict[int, list[int]]:
-    """ppid -> pids, read from /proc (empty where there is no /proc)."""
+    """ppid -> pids, read from /proc (empty where there is no /proc): one scan of every process."""
     children: dict[int, list[int]] = {}
-    for entry in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            stat = entry.read_text()
-        except OSError:
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return children
+    for name in names:
+        if not name.isdigit():
             continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue  # gone since the listing
         # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ")"
-        fields = stat[stat.rfind(")") + 2 :].split()
+        fields = stat[stat.rfind(b")") + 2 :].split()
         if len(fields) > 1:
-            children.setdefault(int(fields[1]), []).append(int(entry.parent.name))
+            children.setdefault(int(fields[1]), []).append(int(name))
     return children
+
+
+def _tree(roots: Iterable[int], children: Mapping[int, list[int]]) -> list[int]:
+    """`roots` and every process below them in `children`, each once."""
+    found: list[int] = []
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        pid = stack.pop()
+        if pid not in seen:
+            seen.add(pid)
+            found.append(pid)
+            stack.extend(children.get(pid, []))
+    return found
 
 
 def descendants(pid: int) -> list[int]:
     """Every process below `pid` (children, grandchildren, ...), from /proc."""
-    children = _children_map()
-    found: list[int] = []
-    stack = list(children.get(pid, []))
-    while stack:
-        child = stack.pop()
-        found.append(child)
-        stack.extend(children.get(child, []))
-    return found
+    return _tree([pid], _children_map())[1:]
+
+
+_STOP_SCANS = 4  # /proc reads at most per `stop_trees`: the second finds nothing new unless a fork raced the stops
+
+
+def stop_trees(roots: Collection[int], into: list[int] | None = None) -> list[int]:
+    """SIGSTOP every process in `roots` and below them, however many trees: /proc is read once to
+    find them all, then again after the stops until a read finds nothing new (a stopped process
+    forks no more, but a child it forked just before runs on, unstopped, until found). Returns the
+    pids signalled (to `cont` later), appended to `into` as they go, before each is signalled, so
+    a caller that is interrupted part way still knows every process it may have stopped."""
+    stopped = [] if into is None else into
+    if not roots:
+        return stopped
+    seen: set[int] = set()
+    for _ in range(_STOP_SCANS):
+        new = [pid for pid in _tree(roots, _children_map()) if pid not in seen]
+        if not new:
+            break
+        seen.update(new)
+        for target in new:
+            stopped.append(target)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(target, signal.SIGSTOP)
+    return stopped
+
+
+def cont(pids: Iterable[int]) -> None:
+    """SIGCONT exactly `pids` (what `stop_trees` returned; gone ones are skipped): no /proc read."""
+    for target in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(target, signal.SIGCONT)
 
 
 def kill_tree(pid: int) -> None:
     """SIGKILL `pid`, its process group and every descendant, wherever their process groups are.
     The tree is stopped first so nothing forks or is re-parented while it is being collected."""
-    tree = [pid, *descendants(pid)]
-    for target in tree:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(target, signal.SIGSTOP)
-    tree += [p for p in descendants(pid) if p not in tree]
+    tree = stop_trees([pid])
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
     for target in tree:
@@ -98,8 +139,9 @@ def resume() -> None:
 
 
 def signal_tree(pid: int, signum: int) -> None:
-    """Send `signum` to `pid` and every process below it (gone ones are skipped)."""
-    for target in [pid, *descendants(pid)]:
+    """Send `signum` to `pid` and every process below it (gone ones are skipped); one /proc read.
+    A pause that is undone later is `stop_trees` and `cont`."""
+    for target in _tree([pid], _children_map()):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(target, signum)
 
@@ -110,14 +152,16 @@ def quiet(keep: object) -> Iterator[int]:
     spare worker preparing its baselines), while `keep` times: a timing phase runs on quiet cores
     and a quiet device. They carry on afterwards; yields how many were paused. A worker whose
     `pausable` is False (a compiler of the trusted build step on a GPU host: CPU work only, on
-    cores of its own) carries on."""
+    cores of its own) carries on. All the trees are found together (`stop_trees`: two reads of
+    /proc however many workers), and exactly the processes stopped are continued at the end, on
+    an error or interrupt too, without reading /proc again. Phases that overlap each continue, at
+    their end, everything they stopped, whether or not another phase stopped it too."""
     with _LIVE_LOCK:
         workers = [w for w in _LIVE if w is not keep and getattr(w, "pausable", True)]
     pids: list[int] = [pid for w in workers if isinstance(pid := getattr(w, "pid", None), int)]
-    for pid in pids:
-        signal_tree(pid, signal.SIGSTOP)
+    stopped: list[int] = []
     try:
+        stop_trees(pids, into=stopped)
         yield len(pids)
     finally:
-        for pid in pids:
-            signal_tree(pid, signal.SIGCONT)
+        cont(stopped)

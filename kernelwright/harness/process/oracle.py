@@ -12,9 +12,14 @@ After its `result reference` message it serves commands on stdin until `stop`:
   handles, copied device to device: `cuda_ipc`), and compare it with the reference for that plan
   (a correctness trial, or an input set the candidate was timed or profiled on, drawn from the
   seed the candidate's worker reports). The answer is the comparison's figures, never the values.
-- `baselines [SPACER_MS]`: time the baselines (eager, torch.compile) as a candidate's worker does,
-  here, where no candidate code ever ran: the clean figures the candidate's process must agree
-  with (with a busy stand-in of SPACER_MS interleaved where the candidate was).
+- `prepare`: make the baselines (eager, torch.compile compiled and run once, the rotating input
+  sets) and keep them for the session: sent right after the reference, while nothing is timed
+  (a session opened ahead does it while the previous problem is judged), so a later `baselines`
+  only times.
+- `baselines [SPACER_MS]`: time the baselines as a candidate's worker does, here, where no
+  candidate code ever ran: the clean figures the candidate's process must agree with (with a
+  busy stand-in of SPACER_MS interleaved where the candidate was). Prepared first if `prepare`
+  was not sent.
 
 The harness process never holds the reference outputs and never imports a candidate; this process
 never runs candidate code.
@@ -219,16 +224,25 @@ def serve(job: WorkerJob, chan: Channel) -> None:
     disable_tf32()
     oracle = Oracle(job)
     chan.send("result", "reference", trials=oracle.run_trials(), held=len(oracle.held))
+    prepared = None  # the baselines, once made (`prepare`), kept for the session
     while True:
         command, _, argument = chan.wait_command().partition(" ")
         if command == "compare":
             chan.send("phase", "compare")
             chan.send("result", "compare", **oracle.compare(CompareRequest.model_validate_json(argument)))
+        elif command == "prepare":
+            from kernelwright.harness.timing.run import prepare_baselines
+
+            chan.send("phase", "prepare")
+            prepared = prepare_baselines(job, oracle.inst)
+            chan.send("result", "prepare", seconds=prepared.seconds, compile_time_s=prepared.compile_time_s)
         elif command == "baselines":
-            from kernelwright.harness.timing.run import time_baselines
+            from kernelwright.harness.timing.run import prepare_baselines, time_baselines
 
             chan.send("phase", "baselines")
             spacer = float(argument or 0.0)
-            chan.send("result", "baselines", times=time_baselines(job, oracle.inst, spacer_ms=spacer))
+            if prepared is None:
+                prepared = prepare_baselines(job, oracle.inst)
+            chan.send("result", "baselines", times=time_baselines(job, prepared, spacer_ms=spacer))
         else:
             return

@@ -193,13 +193,13 @@ def _spacer(ms: float) -> Callable[[Any], None]:
     return spin
 
 
-def time_baselines(job: WorkerJob, inst: ProblemInstance, spacer_ms: float = 0.0) -> dict[str, dict[str, float]]:
-    """The baselines timed as the candidate's worker times them, in a process that never ran
-    candidate code (the reference's): the figures a candidate's process must agree with. With
-    `spacer_ms`, a busy stand-in of that length is interleaved with them where the candidate was."""
+def time_baselines(job: WorkerJob, baselines: Baselines, spacer_ms: float = 0.0) -> dict[str, dict[str, float]]:
+    """The `prepare_baselines` baselines timed as the candidate's worker times them, in a process
+    that never ran candidate code (the reference's): the figures a candidate's process must agree
+    with. With `spacer_ms`, a busy stand-in of that length is interleaved with them where the
+    candidate was. The input sets are redrawn before every batch, as in the candidate's worker."""
     assert job.timing is not None
     plan = job.timing
-    baselines = prepare_baselines(job, inst)
     pool = baselines.pool
     fns = dict(baselines.fns)
     if spacer_ms > 0:

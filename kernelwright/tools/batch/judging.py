@@ -253,6 +253,7 @@ def judge_problem(
                     session.warm = False  # no worker started ahead after the last group
                 if ahead is not None:
                     ahead.judging([path for _, path in chunk])
+                session.coming = len(runnable) - start - len(chunk)  # spares kept ready for them too
                 results = session.evaluate([path for _, path in chunk])
                 for (candidate, path), result in zip(chunk, results, strict=True):
                     result.candidate = candidate["rel"]
