@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelwright.errors import EnvironmentProblem
 from kernelwright.harness.build.broker import BuildBroker
 from kernelwright.harness.process import confine
 from kernelwright.harness.process.confined_exec import ISOLATION_FILE, wrapper_argv
@@ -174,3 +175,16 @@ def test_strict_never_profiles_a_candidate(monkeypatch: pytest.MonkeyPatch, tmp_
     refused = profile_tool.profile_candidate("relu", tmp_path / "c.py", report_path=tmp_path / "r", sandbox="strict")
     assert not refused.ok and refused.sandbox == "refused" and "network namespace" in refused.message
     assert calls == []
+    with pytest.raises(EnvironmentProblem) as caught:  # exit 5, not the candidate's crash
+        profile_tool.ensure_ok(refused)
+    assert caught.value.exit_code == 5
+
+
+def test_a_sweep_refuses_a_candidate_whose_code_would_run_unconfined(tmp_path: Path) -> None:
+    """nsight-python's sweep runs its worker (and ncu's target) without the sandbox's layers: it
+    takes a problem's reference only, before anything is started (no ncu needed to see it)."""
+    from kernelwright.profiler import SweepSpec, SweepStatus, run_sweep
+
+    refused = run_sweep(SweepSpec(problem="1_relu", candidate=str(tmp_path / "c.py")), work_dir=tmp_path / "w")
+    assert refused.status is SweepStatus.FAILED and "sandbox" in refused.message
+    assert not (tmp_path / "w").exists()  # nothing was written or started

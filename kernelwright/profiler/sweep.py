@@ -101,7 +101,16 @@ def nsight_fits_ncu(nsight: str | None, ncu: str | None) -> tuple[bool, str]:
 
 
 def run_sweep(spec: SweepSpec, *, work_dir: Path, timeout_s: float = 600.0) -> SweepResult:
-    """Run the sweep in a fresh worker process; every failure is a value."""
+    """Run the sweep in a fresh worker process; every failure is a value. A problem's reference
+    only: a candidate's code would run in that process (and in ncu's target) outside the sandbox's
+    layers, so a spec naming one is refused; `kernelwright profile PROBLEM CANDIDATE` profiles a
+    candidate confined (`tools/profile.profile_candidate`)."""
+    if spec.candidate:
+        return SweepResult(
+            status=SweepStatus.FAILED,
+            message="a sweep runs its code outside the sandbox: it takes a problem's reference, not a candidate",
+            hint="`kernelwright profile PROBLEM CANDIDATE` profiles a candidate in the sandbox",
+        )
     nsight = nsight_python_version()
     if nsight is None:
         return SweepResult(

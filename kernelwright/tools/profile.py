@@ -136,6 +136,8 @@ def ensure_ok(result: ProfileResult) -> None:
     if result.ok:
         return
     text = result.message
+    if result.sandbox == "refused":  # --sandbox strict: what this machine (or ncu) cannot give (exit 5)
+        raise EnvironmentProblem(text, hint=result.hint)
     if result.status in (ProfileStatus.NCU_MISSING, ProfileStatus.NO_PERMISSION, ProfileStatus.NO_GPU):
         raise EnvironmentProblem(text, hint=result.hint)
     if result.status is ProfileStatus.NO_KERNEL_MATCHED:
