@@ -156,3 +156,17 @@ def test_spares_are_kept_ready_for_the_candidates_of_later_calls(
         rest = session.evaluate(paths[1:])
         assert session._spares == [] and len(started) == 3  # the next group found its workers ready
     assert [r.verdict.value for r in [first, *rest]] == ["correct"] * 3
+
+
+def test_a_session_closed_while_its_reference_runs_leaves_no_worker(shared_home: Path) -> None:
+    """Closed at once (a batch giving up on a problem, Ctrl-C): the reference, still running,
+    is waited for and its worker ended; the baselines it would have made next are never made."""
+    from kernelwright.harness.process import live
+
+    session = EvalSession(resolve_problem("relu"), harness_options(shared_home, "cpu", timing=True))
+    session.close()
+    assert session.ctx.prepared is not None and session.ctx.prepared.cancelled()
+    oracle = session.ctx.pending.result()[0] if session.ctx.pending is not None else None
+    assert oracle is not None and oracle.proc.poll() is not None
+    with live._LIVE_LOCK:
+        assert oracle not in live._LIVE

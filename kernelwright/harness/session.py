@@ -59,6 +59,7 @@ class _Context:
         None  # the reference's process making the baselines (`prepare`), after the reference
     )
     prepare_failed: str | None = None  # why it could not (its process is then gone: the problem's fault)
+    closing: bool = False  # the session is closing: a preparation cut short is no failure
     # CUDA outputs handed over as memory handles (`cuda_ipc`): untried (None), seen working, or
     # not working here (files from then on, for the session).
     ipc: bool | None = None
@@ -209,7 +210,7 @@ def _prepare_baselines(ctx: _Context) -> None:
         answer = oracle.expect("prepare", ctx.opts.run_timeout_s)
         if not answer.ok:
             ctx.prepare_failed = answer.detail or "no answer"
-    if not answer.ok:
+    if not answer.ok and not ctx.closing:
         log.warning(
             "%s: preparing the baselines in the reference's process failed: %s", ctx.problem.qualified, answer.detail
         )
@@ -718,21 +719,27 @@ class EvalSession:
 
     def close(self) -> None:
         self._kill_spares()
+        self.ctx.closing = True
         prepared = self.ctx.prepared
         if prepared is not None:
             prepared.cancel()  # not started yet: never will
-        if self.ctx.oracle is None and self.ctx.pending is not None and self.ctx.pending.done():
-            with contextlib.suppress(Exception):
-                self.ctx.oracle = self.ctx.pending.result()[0]
+        self._take_oracle()
         if self.ctx.oracle is not None and prepared is not None and not prepared.done():
             self.ctx.oracle.kill()  # making baselines no candidate will be timed against
         self._pool.shutdown(wait=True)
+        self._take_oracle()  # a reference that was still running when the session closed
         if self.ctx.oracle is not None:
             self.ctx.oracle.close()
             self.ctx.oracle = None
         self._tmp.cleanup()
         # a build killed midway (Ctrl-C, a timeout) leaves torch's lock file: clear it now
         BuildCache(self.opts.build_cache).clear_stale_batons()
+
+    def _take_oracle(self) -> None:
+        """The reference's worker, once its run has ended (None before; None if it failed)."""
+        if self.ctx.oracle is None and self.ctx.pending is not None and self.ctx.pending.done():
+            with contextlib.suppress(Exception):
+                self.ctx.oracle = self.ctx.pending.result()[0]
 
     def __enter__(self) -> EvalSession:
         return self
