@@ -138,14 +138,6 @@ def resume() -> None:
     _INTERRUPTED.clear()
 
 
-def signal_tree(pid: int, signum: int) -> None:
-    """Send `signum` to `pid` and every process below it (gone ones are skipped); one /proc read.
-    A pause that is undone later is `stop_trees` and `cont`."""
-    for target in _tree([pid], _children_map()):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(target, signum)
-
-
 @contextlib.contextmanager
 def quiet(keep: object) -> Iterator[int]:
     """Stop every other live worker of this process, with everything it started (compilers, a
