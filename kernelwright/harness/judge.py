@@ -438,6 +438,27 @@ OWN_WORK_MIN_S = 5e-6
 PROFILER_OP_OVERHEAD_S = 10e-6
 
 
+def profiled_ms(share: dict[str, Any]) -> float:
+    """A work-share profile's time per call on its shapes (own kernels and library ops)."""
+    return float(share.get("own_ms", 0.0)) + float(share.get("library_ms", 0.0))
+
+
+def profile_slower_than_timed(result: EvalResult, shares: list[dict[str, Any]]) -> bool:
+    """Whether the timed median is under PROFILE_MISMATCH_RATIO of the profiled time per call on
+    the default shapes: what `judge_profile_consistency` rejects unless a second profile agrees
+    with the timing (the harness profiles once more before judging: a busy machine only slows a
+    profile down, while a candidate that works less when not watched is slower when profiled
+    every time)."""
+    cand = result.timings.get("candidate")
+    if cand is None or not shares or "error" in shares[0]:
+        return False
+    profiled = profiled_ms(shares[0])
+    return (
+        profiled >= PROFILE_MISMATCH_MIN_MS.get(result.device, 1.0)
+        and cand.median_ms < PROFILE_MISMATCH_RATIO * profiled
+    )
+
+
 def judge_profile_consistency(
     result: EvalResult, shares: list[dict[str, Any]], timing: dict[str, Any] | None = None
 ) -> None:
@@ -454,7 +475,7 @@ def judge_profile_consistency(
         result.speedups.clear()
         result.verdict, result.reason, result.message = Verdict.REJECTED, Reason.PROFILE_MISMATCH, why
         return
-    profiled = float(shares[0].get("own_ms", 0.0)) + float(shares[0].get("library_ms", 0.0))
+    profiled = profiled_ms(shares[0])
     floor = PROFILE_MISMATCH_MIN_MS.get(result.device, 1.0)
     if profiled < floor or cand.median_ms >= PROFILE_MISMATCH_RATIO * profiled:
         return

@@ -75,19 +75,18 @@ def estimate(
     parts = {
         "scratch files": OUTPUT_FILES_AT_ONCE * outputs if scratch_in_ram else 0,
         "expected outputs": held if on_host else 0,
-        # fp32 and fp64 runs (inputs and outputs in both) or a comparison in fp64 (both sides, and
-        # the candidate's output read in), whichever is largest, beside the baselines it prepares
-        # once the reference ran and keeps for the session (their input sets, an output); the
-        # model in fp64
-        "reference worker": max(3 * inputs + 3 * outputs, 5 * outputs)
-        + (timing_sets * inputs + outputs if opts.timing else 0)
+        # fp32 and fp64 runs (inputs and outputs in both), a comparison in fp64 (both sides, and
+        # the candidate's output read in), or timing the clean baselines on their input sets,
+        # whichever is largest; the model in fp64
+        "reference worker": max(3 * inputs + 3 * outputs, 5 * outputs, (timing_sets + 1) * inputs + 2 * outputs)
         + 3 * params
         if on_host
         else 2 * inputs + outputs,
         "candidate worker": (timing_sets + 2) * inputs + 3 * outputs + 2 * params if on_host else 2 * inputs + outputs,
         "overhead": FIXED_OVERHEAD_BYTES,
     }
-    # a candidate's worker, and the reference's held outputs and prepared baselines
+    # a candidate's worker, and the reference's held outputs and the baselines it prepares after
+    # the reference and keeps for the session (on CUDA only: `session._prepare_baselines`)
     kept = timing_sets * inputs + outputs if opts.timing else 0
     device = 0 if on_host else (timing_sets + 2) * inputs + 4 * outputs + 3 * params + held + kept
     return MemoryEstimate(parts, device)

@@ -196,6 +196,13 @@ def _run_reference(ctx: _Context) -> tuple[WorkerProcess | None, Outcome]:
     return worker, outcome
 
 
+def _prepares_ahead(opts: EvalOptions) -> bool:
+    """Whether the reference's process makes the clean baselines right after the reference and
+    keeps them: on CUDA, where their input sets live on the device; on the CPU they would hold the
+    host memory the comparisons need, so there each timing of them makes its own."""
+    return opts.timing and bool(opts.baselines) and opts.device == "cuda"
+
+
 def _prepare_baselines(ctx: _Context) -> None:
     """Have the reference's process make the baselines it will time (compile included) now, while
     candidates are built and checked (or, in a session opened ahead, while the previous problem is
@@ -320,7 +327,8 @@ def _run_candidate(
     ended = _run_trials(ctx, worker, path, result, workdir, analysis)
     if ended is not None:
         return ended
-    shares = _run_work_share(ctx, worker, result, _ownership(ctx, result, builds, analysis), analysis)
+    request = _ownership(ctx, result, builds, analysis)
+    shares = _run_work_share(ctx, worker, result, request, analysis)
     if result.verdict != Verdict.CORRECT or not ctx.opts.timing:
         return result
     ctx.opts.say(f"{path.name}: correct; timing against {', '.join(ctx.opts.baselines)}")
@@ -345,8 +353,40 @@ def _run_candidate(
     if result.verdict == Verdict.CORRECT and judge.judge_measured_outputs(
         result, checks, Reason.TIMED_OUTPUT_MISMATCH, "the timed calls (fresh inputs)"
     ):
-        judge.judge_profile_consistency(result, shares, timed.message.data)
+        if judge.profile_slower_than_timed(result, shares):
+            shares = _profile_again(ctx, worker, result, request, shares)
+        if result.verdict == Verdict.CORRECT:
+            judge.judge_profile_consistency(result, shares, timed.message.data)
     return result
+
+
+def _profile_again(
+    ctx: _Context, worker: WorkerProcess, result: EvalResult, request: WorkShareRequest, shares: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The default shapes profiled once more, the profile being slower than the timing (a busy
+    machine slows a profile; a candidate that works less when not watched is slower when profiled
+    every time): its outputs are checked like the first profile's, and the faster of the two
+    profiles is the one judged. The shares to judge (the first ones if the second profile failed)."""
+    again = request.model_copy(update={"plans": request.plans[:1]})
+    with live.quiet(keep=worker):
+        worker.send(f"workshare {again.model_dump_json()}")
+        outcome = worker.expect("workshare", 4 * ctx.opts.run_timeout_s)
+    data = outcome.message.data if outcome.ok and outcome.message is not None else {}
+    second = data.get("shares", []) if not data.get("fatal") else []
+    if not second or "error" in second[0]:
+        return shares
+    checks = [ctx.compare(TrialPlan.model_validate(s["plan"]), Path(s["file"])) for s in second if "file" in s]
+    if not judge.judge_measured_outputs(result, checks, Reason.PROFILED_OUTPUT_MISMATCH, "the profiled calls (again)"):
+        return shares
+    first_ms, second_ms = judge.profiled_ms(shares[0]), judge.profiled_ms(second[0])
+    result.flags.append(
+        Flag(
+            code="profiled_again",
+            message=f"profiled at {first_ms:.4f} ms per call, over twice the timed median: profiled again, "
+            f"{second_ms:.4f} ms per call",
+        )
+    )
+    return [second[0], *shares[1:]] if second_ms < first_ms else shares
 
 
 def _cross_check_baselines(ctx: _Context, worker: WorkerProcess, result: EvalResult) -> None:
@@ -641,7 +681,7 @@ class EvalSession:
             f"{problem.qualified}: drawing {len(self.ctx.trials)} trials and running the reference on {opts.device}"
         )
         self.ctx.pending = self._pool.submit(_run_reference, self.ctx)
-        if opts.timing and opts.baselines:  # the same thread: after the reference
+        if _prepares_ahead(opts):  # the same thread: after the reference
             self.ctx.prepared = self._pool.submit(_prepare_baselines, self.ctx)
         if warm:
             for _ in range(max(1, min(spares, self.room))):

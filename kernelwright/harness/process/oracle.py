@@ -18,8 +18,9 @@ After its `result reference` message it serves commands on stdin until `stop`:
   only times.
 - `baselines [SPACER_MS]`: time the baselines as a candidate's worker does, here, where no
   candidate code ever ran: the clean figures the candidate's process must agree with (with a
-  busy stand-in of SPACER_MS interleaved where the candidate was). Prepared first if `prepare`
-  was not sent.
+  busy stand-in of SPACER_MS interleaved where the candidate was). Without `prepare` (the harness
+  sends it on CUDA, where the input sets live on the device), each call makes them and lets them
+  go: on the CPU they would take the host memory the comparisons need.
 
 The harness process never holds the reference outputs and never imports a candidate; this process
 never runs candidate code.
@@ -241,8 +242,7 @@ def serve(job: WorkerJob, chan: Channel) -> None:
 
             chan.send("phase", "baselines")
             spacer = float(argument or 0.0)
-            if prepared is None:
-                prepared = prepare_baselines(job, oracle.inst)
-            chan.send("result", "baselines", times=time_baselines(job, prepared, spacer_ms=spacer))
+            made = prepared if prepared is not None else prepare_baselines(job, oracle.inst)  # not kept
+            chan.send("result", "baselines", times=time_baselines(job, made, spacer_ms=spacer))
         else:
             return
