@@ -55,9 +55,8 @@ class _Context:
     oracle: WorkerProcess | None = None  # the reference's worker: holds the outputs, compares
     lock: threading.Lock = field(default_factory=threading.Lock)
     clean: dict[str, dict[str, float]] | None = None  # the baselines timed in the reference's process
-    prepared: Future[None] | None = (
-        None  # the reference's process making the baselines (`prepare`), after the reference
-    )
+    # the reference's process making the baselines (`prepare`), after the reference (CUDA)
+    prepared: Future[None] | None = None
     prepare_failed: str | None = None  # why it could not (its process is then gone: the problem's fault)
     closing: bool = False  # the session is closing: a preparation cut short is no failure
     # CUDA outputs handed over as memory handles (`cuda_ipc`): untried (None), seen working, or
