@@ -16,6 +16,22 @@ pytestmark = pytest.mark.slow
 _BY_NAME = {c.name: c for c in CASES}
 
 
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """When each candidate worker was started (`session._start_worker` wrapped)."""
+    from kernelwright.harness import session as session_module
+
+    times: list[float] = []
+    real_start = session_module._start_worker
+
+    def start(*args: object, **kwargs: object) -> object:
+        times.append(time.monotonic())
+        return real_start(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(session_module, "_start_worker", start)
+    return times
+
+
 def test_a_warm_session_keeps_every_verdict_and_starts_the_next_worker_ahead(tmp_path: Path, shared_home: Path) -> None:
     opts = harness_options(shared_home, "cpu", timing=True)
     names = ["enables_tf32_hidden", "patched_torch_hidden", "uninitialised_output"]
@@ -71,20 +87,15 @@ def test_a_baseline_that_kills_its_worker_is_a_problem_error_not_the_candidates_
 
 
 def test_several_candidates_in_one_call_start_the_next_worker_while_one_is_judged(
-    tmp_path: Path, shared_home: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, shared_home: Path, monkeypatch: pytest.MonkeyPatch, started: list[float]
 ) -> None:
     """Issue #12: with several candidates, the next one's worker starts while the current one is
     built and checked (live.quiet stops it during the current one's measurements), so no
     candidate after the first waits for a worker to start; no worker is left over."""
     from kernelwright.harness import session as session_module
 
-    started: list[float] = []
     finished: list[float] = []
-    real_start, real_one = session_module._start_worker, session_module._evaluate_one
-
-    def start(*args: object, **kwargs: object) -> object:
-        started.append(time.monotonic())
-        return real_start(*args, **kwargs)  # type: ignore[arg-type]
+    real_one = session_module._evaluate_one
 
     def one(*args: object, **kwargs: object) -> object:
         try:
@@ -92,7 +103,6 @@ def test_several_candidates_in_one_call_start_the_next_worker_while_one_is_judge
         finally:
             finished.append(time.monotonic())
 
-    monkeypatch.setattr(session_module, "_start_worker", start)
     monkeypatch.setattr(session_module, "_evaluate_one", one)
     paths = [write_case(tmp_path, f"correct_{k}", CORRECT.source()) for k in range(3)]
     with EvalSession(resolve_problem("relu"), harness_options(shared_home, "cpu")) as session:
@@ -103,21 +113,9 @@ def test_several_candidates_in_one_call_start_the_next_worker_while_one_is_judge
     assert len(started) == 3 and started[1] < finished[0] and started[2] < finished[1]
 
 
-def test_a_session_can_warm_several_workers_at_once(
-    tmp_path: Path, shared_home: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_session_can_warm_several_workers_at_once(tmp_path: Path, shared_home: Path, started: list[float]) -> None:
     """A batch that knows a problem's candidates asks for several workers ahead: started at once
     (as memory allows), each used by one candidate, none left running when not needed."""
-    from kernelwright.harness import session as session_module
-
-    started: list[float] = []
-    real_start = session_module._start_worker
-
-    def start(*args: object, **kwargs: object) -> object:
-        started.append(time.monotonic())
-        return real_start(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(session_module, "_start_worker", start)
     paths = [write_case(tmp_path, f"correct_{k}", CORRECT.source()) for k in range(3)]
     session = EvalSession(resolve_problem("relu"), harness_options(shared_home, "cpu"), warm=True, spares=3)
     with session:
@@ -130,21 +128,11 @@ def test_a_session_can_warm_several_workers_at_once(
 
 
 def test_spares_are_kept_ready_for_the_candidates_of_later_calls(
-    tmp_path: Path, shared_home: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, shared_home: Path, started: list[float]
 ) -> None:
     """A batch judges a problem's candidates in groups, one `evaluate` call each: with `coming`
     set, a group's last candidate still starts the workers of the next group's (as memory
     allows), so no group's first candidate waits for a cold start."""
-    from kernelwright.harness import session as session_module
-
-    started: list[float] = []
-    real_start = session_module._start_worker
-
-    def start(*args: object, **kwargs: object) -> object:
-        started.append(time.monotonic())
-        return real_start(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(session_module, "_start_worker", start)
     paths = [write_case(tmp_path, f"correct_{k}", CORRECT.source()) for k in range(3)]
     session = EvalSession(resolve_problem("relu"), harness_options(shared_home, "cpu"), warm=True, spares=2)
     with session:
