@@ -475,10 +475,9 @@ def judge_profile_consistency(
         result.speedups.clear()
         result.verdict, result.reason, result.message = Verdict.REJECTED, Reason.PROFILE_MISMATCH, why
         return
-    profiled = profiled_ms(shares[0])
-    floor = PROFILE_MISMATCH_MIN_MS.get(result.device, 1.0)
-    if profiled < floor or cand.median_ms >= PROFILE_MISMATCH_RATIO * profiled:
+    if not profile_slower_than_timed(result, shares):
         return
+    profiled = profiled_ms(shares[0])
     result.speedups.clear()
     result.verdict, result.reason = Verdict.REJECTED, Reason.PROFILE_MISMATCH
     result.message = (

@@ -366,16 +366,12 @@ def _profile_again(
     machine slows a profile; a candidate that works less when not watched is slower when profiled
     every time): its outputs are checked like the first profile's, and the faster of the two
     profiles is the one judged. The shares to judge (the first ones if the second profile failed)."""
-    again = request.model_copy(update={"plans": request.plans[:1]})
-    with live.quiet(keep=worker):
-        worker.send(f"workshare {again.model_dump_json()}")
-        outcome = worker.expect("workshare", 4 * ctx.opts.run_timeout_s)
+    outcome = _profile(ctx, worker, request.model_copy(update={"plans": request.plans[:1]}), 4 * ctx.opts.run_timeout_s)
     data = outcome.message.data if outcome.ok and outcome.message is not None else {}
     second = data.get("shares", []) if not data.get("fatal") else []
     if not second or "error" in second[0]:
         return shares
-    checks = [ctx.compare(TrialPlan.model_validate(s["plan"]), Path(s["file"])) for s in second if "file" in s]
-    if not judge.judge_measured_outputs(result, checks, Reason.PROFILED_OUTPUT_MISMATCH, "the profiled calls (again)"):
+    if not _profiled_outputs_agree(ctx, result, second, "the profiled calls (again)"):
         return shares
     first_ms, second_ms = judge.profiled_ms(shares[0]), judge.profiled_ms(second[0])
     result.flags.append(
@@ -529,9 +525,7 @@ def _run_work_share(
     plans = list(firsts.values())
     request.plans = plans
     limit = max(ctx.opts.run_timeout_s, 40 * len(plans) * ctx.call_limit_s())
-    with live.quiet(keep=worker):  # a profile is a measurement too: the next worker and builds wait
-        worker.send(f"workshare {request.model_dump_json()}")
-        outcome = worker.expect("workshare", min(limit, 4 * ctx.opts.run_timeout_s))
+    outcome = _profile(ctx, worker, request, min(limit, 4 * ctx.opts.run_timeout_s))
     result.phase_seconds["work_share"] = outcome.seconds
     early = judge.run_failure(outcome, Reason.CORRECTNESS_TIMEOUT)
     if early is not None:
@@ -546,12 +540,23 @@ def _run_work_share(
     if result.verdict != Verdict.CORRECT:
         return []
     shares = data.get("shares", [])
-    checks = [
-        ctx.compare(TrialPlan.model_validate(share["plan"]), Path(share["file"])) for share in shares if "file" in share
-    ]
-    if judge.judge_measured_outputs(result, checks, Reason.PROFILED_OUTPUT_MISMATCH, "the profiled calls"):
+    if _profiled_outputs_agree(ctx, result, shares, "the profiled calls"):
         judge.judge_work_share(result, shares, analysis, ctx.opts.policy)
     return shares
+
+
+def _profile(ctx: _Context, worker: WorkerProcess, request: WorkShareRequest, timeout_s: float) -> Outcome:
+    """The candidate's worker profiles `request`'s plans; a profile is a measurement too: the
+    next worker and builds wait (`live.quiet`)."""
+    with live.quiet(keep=worker):
+        worker.send(f"workshare {request.model_dump_json()}")
+        return worker.expect("workshare", timeout_s)
+
+
+def _profiled_outputs_agree(ctx: _Context, result: EvalResult, shares: list[dict[str, Any]], what: str) -> bool:
+    """The profiled calls' outputs compared with the reference (a mismatch is the verdict)."""
+    checks = [ctx.compare(TrialPlan.model_validate(s["plan"]), Path(s["file"])) for s in shares if "file" in s]
+    return judge.judge_measured_outputs(result, checks, Reason.PROFILED_OUTPUT_MISMATCH, what)
 
 
 REVERIFY_SPEED_SHARE = 0.5  # the fresh run's speedup must reach this share of the first one's

@@ -99,11 +99,16 @@ def _fs_write_access(abi: int) -> int:
     return access
 
 
+def _add_rule_fd(ruleset: int, fd: int, access: int) -> bool:
+    """Allow `access` beneath the folder or file open as `fd`; False if Landlock refuses."""
+    attr = _PathBeneath(allowed_access=access, parent_fd=fd)
+    return _libc().syscall(_SYS_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(attr), 0) == 0
+
+
 def _add_rule(ruleset: int, path: Path, access: int) -> None:
     fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
     try:
-        attr = _PathBeneath(allowed_access=access, parent_fd=fd)
-        if _libc().syscall(_SYS_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(attr), 0) != 0:
+        if not _add_rule_fd(ruleset, fd, access):
             raise OSError(ctypes.get_errno(), f"landlock_add_rule({path}): {_err()}")
     finally:
         os.close(fd)
@@ -134,8 +139,7 @@ def _own_threads(ruleset: int, file_access: int) -> None:
         fd = os.open("/proc/self/task", os.O_PATH | os.O_CLOEXEC)
     except OSError:
         return
-    attr = _PathBeneath(allowed_access=file_access, parent_fd=fd)
-    if _libc().syscall(_SYS_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(attr), 0) == 0:
+    if _add_rule_fd(ruleset, fd, file_access):
         _PINNED.append(fd)
     else:
         os.close(fd)
