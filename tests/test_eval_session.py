@@ -216,3 +216,19 @@ def test_a_profile_slower_than_the_timing_is_taken_again_before_judging(
     assert result.verdict.value == "correct", result.message
     [again] = [f for f in result.flags if f.code == "profiled_again"]
     assert f"{first[0]:.4f} ms" in again.message
+
+
+def test_a_candidate_slower_every_time_it_is_profiled_is_still_rejected(
+    tmp_path: Path, shared_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second profile is no way out: a candidate whose profiled calls are slower than its
+    timing both times (here every profile reads 50 times slower) is `profile_mismatch`."""
+    from kernelwright.harness import judge
+
+    real = judge.profiled_ms
+    monkeypatch.setattr(judge, "profiled_ms", lambda share: max(5.0, 50 * real(share)))
+    opts = harness_options(shared_home, "cpu", timing=True)
+    with EvalSession(resolve_problem("relu"), opts) as session:
+        [result] = session.evaluate([write_case(tmp_path, CORRECT.name, CORRECT.source())])
+    assert (result.verdict.value, result.reason.value if result.reason else None) == ("rejected", "profile_mismatch")
+    assert [f.code for f in result.flags].count("profiled_again") == 1 and not result.speedups
