@@ -2,7 +2,7 @@
 """Regenerate the table of rejection reasons in docs/harness.md from the registry
 (`kernelwright/harness/reasons.py`): the text between `<!-- reasons:begin -->` and
 `<!-- reasons:end -->` is replaced, nothing else. `--check` changes nothing and exits 1 when the
-docs are stale (tests/test_reasons.py calls `is_current`)."""
+docs are stale (tests/harness/test_reasons.py calls `is_current`)."""
 
 from __future__ import annotations
 

@@ -32,13 +32,13 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 pytest_gpu=(python3 -m pytest -p no:benchmark -o addopts="" -rA)
 # Timed against the baselines, it needs the GPU to itself: beside other tests the harness rightly
 # withholds the speedups (device_contended). Deselected from the parallel runs, then run alone.
-timed=tests/test_harness_gpu.py::test_correct_cuda_kernel_is_timed_against_eager_and_compile
+timed=tests/harness/test_harness_gpu.py::test_correct_cuda_kernel_is_timed_against_eager_and_compile
 
 case "$phase" in
 core)
     timeout 420 "${pytest_gpu[@]}" -m gpu -n 8 --deselect "$timed" --dist loadgroup --timeout 400 \
-        tests/test_harness_gpu.py tests/test_timing.py tests/test_hardware_specs.py \
-        tests/test_sandbox_adversarial.py tests/test_batch_gpu.py::test_judge_cuda_oracles_on_one_pinned_gpu \
+        tests/harness/test_harness_gpu.py tests/harness/test_timing.py tests/hardware_specs/test_hardware_specs.py \
+        tests/harness/test_sandbox_adversarial.py tests/batch/test_batch_gpu.py::test_judge_cuda_oracles_on_one_pinned_gpu \
         2>&1 | tee "$OUT/core-pytest.log" | tail -60
     timeout 200 "${pytest_gpu[@]}" -m gpu "$timed" 2>&1 | tail -5 | tee -a "$OUT/core-pytest.log"
     timeout 150 python3 scripts/diag_gpu_cases.py --timing -v 2>&1 | tee "$OUT/core-cases.log" | tail -40
@@ -49,7 +49,7 @@ agent)
         | tee "$OUT/agent-demo.log" | tail -40
     echo "demo: $(( $(date +%s) - start )) s (exit ${PIPESTATUS[0]})" | tee -a "$OUT/agent-demo.log"
     timeout 120 python3 scripts/record_ask_fixtures.py "$OUT/ask" --arch sm_90 2>&1 | tee "$OUT/ask-record.log" | tail -20
-    timeout 150 "${pytest_gpu[@]}" -m gpu tests/test_ncu_gpu.py tests/test_ask_gpu.py 2>&1 \
+    timeout 150 "${pytest_gpu[@]}" -m gpu tests/profiler/test_ncu_gpu.py tests/agent/ask/test_ask_gpu.py 2>&1 \
         | tee "$OUT/agent-ncu.log" | tail -30
     ;;
 speed)
@@ -65,12 +65,12 @@ speed)
     ;;
 ipc)
     python3 scripts/isolation_report.py 2>&1 | tee "$OUT/isolation.txt"
-    timeout 400 "${pytest_gpu[@]}" -m gpu -n 8 --deselect "$timed" --dist loadgroup --timeout 380 tests/test_cuda_ipc_gpu.py \
-        tests/test_harness_gpu.py tests/test_sandbox_adversarial.py 2>&1 | tee "$OUT/ipc-pytest.log" | tail -50
+    timeout 400 "${pytest_gpu[@]}" -m gpu -n 8 --deselect "$timed" --dist loadgroup --timeout 380 tests/harness/test_cuda_ipc_gpu.py \
+        tests/harness/test_harness_gpu.py tests/harness/test_sandbox_adversarial.py 2>&1 | tee "$OUT/ipc-pytest.log" | tail -50
     timeout 200 "${pytest_gpu[@]}" -m gpu "$timed" 2>&1 | tail -5 | tee -a "$OUT/ipc-pytest.log"
     timeout 150 python3 scripts/bench_harness.py --device cuda --size default --problem relu --forms cuda_fast \
         --mode session --runs 2 --out "$OUT/speed-relu.json" 2>&1 | tee "$OUT/speed-relu.log" | tail -12
-    timeout 100 "${pytest_gpu[@]}" -m gpu --durations=5 tests/test_ask_gpu.py 2>&1 | tee "$OUT/ask-gpu.log" | tail -8
+    timeout 100 "${pytest_gpu[@]}" -m gpu --durations=5 tests/agent/ask/test_ask_gpu.py 2>&1 | tee "$OUT/ask-gpu.log" | tail -8
     ;;
 sandbox)
     python3 scripts/isolation_report.py 2>&1 | tee "$OUT/isolation-root.txt"
@@ -84,13 +84,13 @@ sandbox)
     timeout 100 python3 -m kernelwright profile relu kernelwright/problems/solutions/relu/cuda_fast.py --size small \
         --json --out "$OUT/profile-relu" > "$OUT/profile.json" 2> "$OUT/profile.err"; echo "profile exit $?"
     grep -o '"candidate_sandbox": "[^"]*"' "$OUT/profile.json"; tail -3 "$OUT/profile.err"
-    timeout 330 "${pytest_gpu[@]}" -m gpu -n 8 --deselect "$timed" --dist loadgroup --timeout 320 tests/test_cuda_ipc_gpu.py \
-        tests/test_harness_gpu.py tests/test_sandbox_adversarial.py tests/test_ncu_gpu.py \
+    timeout 330 "${pytest_gpu[@]}" -m gpu -n 8 --deselect "$timed" --dist loadgroup --timeout 320 tests/harness/test_cuda_ipc_gpu.py \
+        tests/harness/test_harness_gpu.py tests/harness/test_sandbox_adversarial.py tests/profiler/test_ncu_gpu.py \
         2>&1 | tee "$OUT/sandbox-pytest.log" | tail -50
     timeout 200 "${pytest_gpu[@]}" -m gpu "$timed" 2>&1 | tail -5 | tee -a "$OUT/sandbox-pytest.log"
     ;;
 batch)
-    timeout 300 "${pytest_gpu[@]}" -m gpu --timeout 290 tests/test_batch_gpu.py 2>&1 | tee "$OUT/batch-slice.log" | tail -30
+    timeout 300 "${pytest_gpu[@]}" -m gpu --timeout 290 tests/batch/test_batch_gpu.py 2>&1 | tee "$OUT/batch-slice.log" | tail -30
     timeout 280 python3 scripts/bench_batch.py --device cuda --from-slice benchmarks/level1_cuda --n 100 \
         --cold-builds --out "$OUT/bench-batch" --json "$OUT/bench-batch.json" 2>&1 | tee "$OUT/batch-bench.log" | tail -30
     ;;

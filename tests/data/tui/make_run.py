@@ -35,7 +35,7 @@ def main() -> None:
     )
     from kernelwright.agent import runner
     from kernelwright.agent.scripted import ScriptedSession
-    from tests.test_agent_helpers import FakeEvaluator, code, config, models, plan, review
+    from tests.agent.helpers import FakeEvaluator, code, config, models, plan, review
 
     script = {
         "planner": [
