@@ -51,7 +51,7 @@ ARG_TYPES: dict[str, Any] = {
 }
 BUILD_TIMEOUT_S = 600.0
 # Written in a key's folder by the harness's trusted build step once its build is complete
-# (`harness/build/broker.py`): such a folder is loaded without writing anything.
+# (`harness/building/broker.py`): such a folder is loaded without writing anything.
 BUILT_MARK = "kw-built.json"
 
 

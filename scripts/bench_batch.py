@@ -30,7 +30,7 @@ Breakdown: wall time; per candidate, the harness's phases summed over all candid
 start, load = the build, correctness, work share, timing, baselines prepared); what the workers
 spent outside candidates (reference runs, sessions opening and closing, groups' parallel builds)
 = workers x wall - sum of the candidates' totals. `ahead`: the work done off the critical path
-(see kernelwright/tools/batch/ahead.py): builds done ahead (how many, their seconds: build time
+(see kernelwright/batch/ahead.py): builds done ahead (how many, their seconds: build time
 hidden from judging), candidates whose build was found cached when judged (or not), problems
 whose session was opened while the previous one was judged (how many, how long ahead), and the
 worker start still waited for by each problem's first candidate. --build-ahead N and
@@ -51,13 +51,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from kernelwright.batch.events import BatchEvent
+from kernelwright.batch.judge_mode import run_judge
+from kernelwright.batch.results import BatchRecord, read_records
+from kernelwright.batch.spec import JudgeSpec, plan_slots, visible_gpus
 from kernelwright.config import load_settings
 from kernelwright.problems import resolve_problem
 from kernelwright.problems.solutions_index import all_solutions
-from kernelwright.tools.batch.events import BatchEvent
-from kernelwright.tools.batch.judge_mode import run_judge
-from kernelwright.tools.batch.results import BatchRecord, read_records
-from kernelwright.tools.batch.spec import JudgeSpec, plan_slots, visible_gpus
 
 Expected = dict[str, tuple[str, str | None]]  # relative path -> (verdict, reason)
 

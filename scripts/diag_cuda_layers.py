@@ -19,7 +19,7 @@ from pathlib import Path
 CHILD = r"""
 import ctypes, json, os, sys, tempfile, platform
 from pathlib import Path
-from kernelwright.harness.process import confine, seccomp
+from kernelwright.harness.sandbox import confine, seccomp
 variant, notes = sys.argv[1], []
 folder = Path(tempfile.mkdtemp(prefix="kw-layer-"))
 libc = confine._libc()

@@ -20,7 +20,7 @@ from pathlib import Path
 WRAPPER = r"""
 import os, sys
 from pathlib import Path
-from kernelwright.harness.process import confine, seccomp
+from kernelwright.harness.sandbox import confine, seccomp
 variant, scratch, notes = sys.argv[1], Path(sys.argv[2]), []
 parts = {"all": {"netns", "landlock", "seccomp"}, "all-but-netns": {"landlock", "seccomp"},
          "all-but-seccomp": {"netns", "landlock"}}.get(variant, {variant})

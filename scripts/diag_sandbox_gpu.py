@@ -6,7 +6,7 @@ import sys
 CODE = r"""
 import ctypes, os, sys
 from pathlib import Path
-from kernelwright.harness.process import confine as c
+from kernelwright.harness.sandbox import confine as c
 v = sys.argv[1]
 w = Path("/tmp/kwdiag"); w.mkdir(exist_ok=True)
 notes = []

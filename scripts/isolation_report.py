@@ -8,11 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kernelwright.harness.process import confine
+from kernelwright.harness.sandbox import confine
 
 CONFINED = (
     "import os, pathlib\n"
-    "from kernelwright.harness.process import confine\n"
+    "from kernelwright.harness.sandbox import confine\n"
     "i = confine.confine([pathlib.Path('/tmp/kw-confine-check')], 'best-effort', cuda=True)\n"
     "print('threads after confine:', len(os.listdir('/proc/self/task')))\n"
     "print('confined:', i.model_dump_json())\n"

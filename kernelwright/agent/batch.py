@@ -1,5 +1,5 @@
 """`batch optimize`: the agent on every problem of a set, one problem per task, through the same
-workers, results file and report as `batch judge` (`tools/batch/`).
+workers, results file and report as `batch judge` (`batch/`).
 
 Each problem gets a run folder of its own, `OUT/runs/batch-<problem>/` (the id is fixed by the
 problem, so a rerun resumes a run that a kill interrupted), and one results line when its run
@@ -25,15 +25,15 @@ from kernelwright.agent.profiling import make_profiler
 from kernelwright.agent.runner import RunOutcome, harness_session, run
 from kernelwright.agent.scripted import ScriptDiverged, ScriptedSession, ScriptExhausted
 from kernelwright.agent.scripts import SCRIPTS
+from kernelwright.batch.engine import BatchOutcome, BatchPlan, Runner, execute, problem_fields, problem_task
+from kernelwright.batch.events import Listener
+from kernelwright.batch.pool import Emit, serve
+from kernelwright.batch.problem_set import ProblemSet, resolve_problem_set
+from kernelwright.batch.report import write_report
+from kernelwright.batch.results import BatchRecord, Manifest, ResultsFile, SpeedupFigure, done_keys
+from kernelwright.batch.spec import Slot
 from kernelwright.config import Settings, load_settings
 from kernelwright.errors import ExitCode, KernelwrightError
-from kernelwright.tools.batch.engine import BatchOutcome, BatchPlan, Runner, execute, problem_fields, problem_task
-from kernelwright.tools.batch.events import Listener
-from kernelwright.tools.batch.pool import Emit, serve
-from kernelwright.tools.batch.problem_set import ProblemSet, resolve_problem_set
-from kernelwright.tools.batch.report import write_report
-from kernelwright.tools.batch.results import BatchRecord, Manifest, ResultsFile, SpeedupFigure, done_keys
-from kernelwright.tools.batch.spec import Slot
 
 log = logging.getLogger(__name__)
 OPTIMIZE_WORKER = "kernelwright.agent.batch"

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter
 
-from kernelwright.harness.process.isolation import redact
+from kernelwright.harness.sandbox.isolation import redact
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import CandidateProfile
 from kernelwright.config import Settings
 from kernelwright.errors import KernelwrightError
-from kernelwright.harness.process.isolation import SandboxMode
+from kernelwright.harness.sandbox.isolation import SandboxMode
 from kernelwright.profiler import NcuOptions, find_ncu
 from kernelwright.tools.profile import candidate_ownership, digest_file, profile_candidate
 

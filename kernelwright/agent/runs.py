@@ -27,8 +27,8 @@ from kernelwright.agent.configuration import AgentConfig, RoleModel
 from kernelwright.agent.events import _Event, parse_event
 from kernelwright.agent.state import CandidateRecord, ProfileRecord
 from kernelwright.errors import UsageError
-from kernelwright.harness.process.isolation import redact
 from kernelwright.harness.result import EvalResult
+from kernelwright.harness.sandbox.isolation import redact
 
 log = logging.getLogger(__name__)
 SUMMARY_SCHEMA_VERSION = 1

@@ -30,7 +30,7 @@ from kernelwright.cli import (
 from kernelwright.cli.context import AppState
 from kernelwright.cli.problems_cmd import problems_app
 from kernelwright.errors import ExitCode, KernelwrightError
-from kernelwright.harness.process import live
+from kernelwright.harness.workers import live
 
 app = typer.Typer(
     name="kernelwright",
@@ -109,7 +109,7 @@ def _crash_log(exc: BaseException) -> Path | None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"crash-{dt.datetime.now():%Y%m%d-%H%M%S}.txt"
-        from kernelwright.harness.process.isolation import redact  # only on this rare path
+        from kernelwright.harness.sandbox.isolation import redact  # only on this rare path
 
         path.write_text(redact(text))  # a traceback can quote an API key (a failed request's headers)
         return path

@@ -3,7 +3,7 @@
 `judge` evaluates candidates someone already has (KernelBench's generation layouts or one file
 per problem), `optimize` runs the agent on every problem, `report` (re)writes the fast_p report of
 a batch folder. Workers: one per GPU, pinned; `--workers N` on the CPU; `--ray ADDRESS` beyond one
-host. The engine is `tools/batch/` (judge) and `agent/batch.py` (optimise); this module parses
+host. The engine is `batch/` (judge) and `agent/batch.py` (optimise); this module parses
 flags and shows progress (`cli/batch_display.py`).
 """
 
@@ -20,10 +20,10 @@ from kernelwright.cli.context import AppState
 from kernelwright.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
+    from kernelwright.batch.engine import BatchOutcome
+    from kernelwright.batch.events import BatchEvent
+    from kernelwright.batch.spec import Slot
     from kernelwright.config import Settings
-    from kernelwright.tools.batch.engine import BatchOutcome
-    from kernelwright.tools.batch.events import BatchEvent
-    from kernelwright.tools.batch.spec import Slot
 
 batch_app = typer.Typer(
     help="Whole problem sets: judge existing candidates, optimise every problem, report fast_p.",
@@ -95,7 +95,7 @@ def _choose_device(device: str | None, ray: str | None, settings: Settings) -> L
 def _slots(
     device: Literal["cpu", "cuda"], workers: int | None, gpus: str | None, threads: int | None, ray: str | None
 ) -> list[Slot]:
-    from kernelwright.tools.batch.spec import Slot, plan_slots, visible_gpus
+    from kernelwright.batch.spec import Slot, plan_slots, visible_gpus
 
     if ray is not None:
         if gpus is not None:
@@ -124,8 +124,8 @@ def _check_choices(size: str, policy: str | None) -> None:
 
 def _run(run: object, quiet: bool, events_json: Path | None) -> BatchOutcome:
     """Call `run(listener)` with the progress display and the JSON-lines sink subscribed."""
+    from kernelwright.batch.events import JsonLinesSink
     from kernelwright.cli.batch_display import BatchDisplay
-    from kernelwright.tools.batch.events import JsonLinesSink
 
     display = BatchDisplay(Console(stderr=True, width=None if sys.stderr.isatty() else 160), quiet=quiet)
     sink = JsonLinesSink(events_json) if events_json else None
@@ -191,10 +191,10 @@ def judge_command(
     """Judge existing candidates for a problem set, honestly: every candidate built, fuzzed, checked
     for reward hacks and timed against eager and torch.compile here. Resumable: rerun the same
     command and what is done is skipped. Exit code: the highest over all candidates."""
+    from kernelwright.batch.judge_mode import run_judge
+    from kernelwright.batch.problem_set import parse_ids
+    from kernelwright.batch.spec import JudgeSpec
     from kernelwright.harness.baselines import parse_baselines
-    from kernelwright.tools.batch.judge_mode import run_judge
-    from kernelwright.tools.batch.problem_set import parse_ids
-    from kernelwright.tools.batch.spec import JudgeSpec
 
     state: AppState = ctx.obj
     settings = state.settings()
@@ -284,7 +284,7 @@ def optimize_command(
     Resumable: finished problems are skipped, an interrupted problem's run is resumed. Exit code:
     0 when every problem reached its target, else the highest over the problems."""
     from kernelwright.agent.batch import run_optimize
-    from kernelwright.tools.batch.problem_set import parse_ids
+    from kernelwright.batch.problem_set import parse_ids
 
     state: AppState = ctx.obj
     settings = state.settings()
@@ -338,8 +338,8 @@ def report_command(
     compare_baselines: Compare = None,
 ) -> int:
     """(Re)write a batch's report: report.md, report.json and plots/*.png (fast_p, speedups)."""
+    from kernelwright.batch.report import write_report
     from kernelwright.cli.batch_display import print_summary
-    from kernelwright.tools.batch.report import write_report
 
     print_summary(write_report(folder, compare_baselines), out)
     return ExitCode.OK

@@ -24,7 +24,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from kernelwright.tools.batch.events import BatchEvent
+from kernelwright.batch.events import BatchEvent
 
 
 class _WhenCounting(ProgressColumn):

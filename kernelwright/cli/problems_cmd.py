@@ -144,7 +144,7 @@ def _memory(problem: Problem, footprint: Footprint) -> dict[str, Any]:
     """Whether an evaluation at this size fits this machine, by the harness's own estimate."""
     import torch
 
-    from kernelwright.harness.memory import check_memory, scratch_in_ram, usable_memory
+    from kernelwright.harness.capacity import check_memory, scratch_in_ram, usable_memory
     from kernelwright.harness.options import EvalOptions
     from kernelwright.problems.footprint import human_bytes
 
@@ -228,7 +228,7 @@ def run_reference(
     Refused (exit 5) when its inputs and outputs will not fit this machine's memory."""
     import torch
 
-    from kernelwright.harness.memory import check_reference_run
+    from kernelwright.harness.capacity import check_reference_run
     from kernelwright.problems.footprint import measure
     from kernelwright.problems.instance import materialize
 

@@ -11,11 +11,11 @@ from typing import Any
 
 from kernelwright.harness.checks.static.analysis import CandidateAnalysis
 from kernelwright.harness.compiler_output import with_first_errors
-from kernelwright.harness.process.isolation import Isolation, SandboxMode, redact
-from kernelwright.harness.process.sandbox import Outcome
 from kernelwright.harness.result import EvalResult, Flag, TrialResult
+from kernelwright.harness.sandbox.isolation import Isolation, SandboxMode, redact
 from kernelwright.harness.timing.stats import TimingStats, speedup
 from kernelwright.harness.verdicts import Reason, Verdict
+from kernelwright.harness.workers.process import Outcome
 from kernelwright.problems.candidate.kernel_names import base_name
 
 # Library ops (aten, cuBLAS, cuDNN) inside the candidate's forward may take at most this share of

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from kernelwright.errors import UsageError
-from kernelwright.harness.process.isolation import Isolation
+from kernelwright.harness.sandbox.isolation import Isolation
 from kernelwright.harness.timing.stats import Speedup, TimingStats
 from kernelwright.harness.verdicts import Reason, Verdict
 

@@ -21,19 +21,20 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kernelwright.errors import EnvironmentProblem, ProblemError
-from kernelwright.harness import judge, memory
-from kernelwright.harness.build.symbols import own_kernels
+from kernelwright.harness import capacity, judge
+from kernelwright.harness.building.prebuild import Prebuilder, worker_env
+from kernelwright.harness.building.symbols import own_kernels
 from kernelwright.harness.checks.static.analysis import CandidateAnalysis, analyze_candidate
 from kernelwright.harness.environment import hardware_summary, library_versions
 from kernelwright.harness.options import EvalOptions, TrialPlan, plan_trials
-from kernelwright.harness.prebuild import Prebuilder, worker_env
-from kernelwright.harness.process import live, scratch
-from kernelwright.harness.process.isolation import write_redacted_copy
-from kernelwright.harness.process.jobs import CandidateAssignment, TrialRequest, WorkerJob, WorkShareRequest
-from kernelwright.harness.process.oracle import CompareRequest
-from kernelwright.harness.process.sandbox import Outcome, WorkerProcess, refuse_unless_isolated
 from kernelwright.harness.result import EvalResult, Flag
+from kernelwright.harness.sandbox import scratch
+from kernelwright.harness.sandbox.isolation import write_redacted_copy
 from kernelwright.harness.verdicts import Reason, Verdict
+from kernelwright.harness.workers import live
+from kernelwright.harness.workers.jobs import CandidateAssignment, TrialRequest, WorkerJob, WorkShareRequest
+from kernelwright.harness.workers.process import Outcome, WorkerProcess, refuse_unless_isolated
+from kernelwright.harness.workers.reference import CompareRequest
 from kernelwright.problems import Problem
 from kernelwright.problems.candidate.cache import BuildCache
 from kernelwright.problems.footprint import measure
@@ -660,9 +661,9 @@ class EvalSession:
         # building are waited for (`Prebuilder.build_now`).
         self.prebuilder = prebuilder
         refuse_unless_isolated(opts.sandbox, cuda=opts.device == "cuda")
-        scratch_root = memory.scratch_root()
+        scratch_root = capacity.scratch_root()
         footprint = measure(problem, opts.size)  # shapes only: nothing is allocated here
-        self.memory = memory.check_memory(problem, footprint, opts, scratch_in_ram=scratch_root is not None)
+        self.memory = capacity.check_memory(problem, footprint, opts, scratch_in_ram=scratch_root is not None)
         scratch.sweep()  # what runs killed before their cleanup left behind
         self._tmp = tempfile.TemporaryDirectory(prefix=scratch.PREFIX, dir=scratch_root)
         work = Path(self._tmp.name)
@@ -676,7 +677,7 @@ class EvalSession:
         # With several candidates in one call, the next ones' workers start while this one is
         # built and checked (live.quiet stops them while this one times): up to `spares` at once
         # (a batch that knows how many candidates come), as many as memory allows beside this one.
-        self.room = memory.room_for_workers(self.memory, max(1, spares))
+        self.room = capacity.room_for_workers(self.memory, max(1, spares))
         self.prefetch = self.room > 0
         # Candidates a caller will pass to later `evaluate` calls (a batch judging a problem in
         # groups): spares are kept topped up for them too, not only for the current call's.

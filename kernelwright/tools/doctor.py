@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from kernelwright.hardware_specs import live_gpus, nvidia_smi
-from kernelwright.harness.process import confine
+from kernelwright.harness.sandbox import confine
 from kernelwright.profiler.runner import NcuOptions, ProfileStatus, find_ncu, ncu_version, run_ncu
 from kernelwright.profiler.sweep import nsight_fits_ncu, nsight_python_version
 

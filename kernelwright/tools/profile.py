@@ -15,9 +15,9 @@ from typing import Any
 from kernelwright.errors import CandidateCrashed, EnvironmentProblem, KernelwrightError, UsageError
 from kernelwright.hardware_specs import peaks
 from kernelwright.harness.checks.static.analysis import analyze_candidate
-from kernelwright.harness.process import confine
-from kernelwright.harness.process.confined_exec import ISOLATION_FILE, wrapper_argv
-from kernelwright.harness.process.isolation import Isolation, SandboxMode, looks_secret
+from kernelwright.harness.sandbox import confine
+from kernelwright.harness.sandbox.confined_exec import ISOLATION_FILE, wrapper_argv
+from kernelwright.harness.sandbox.isolation import Isolation, SandboxMode, looks_secret
 from kernelwright.profiler import (
     DEFAULT_SECTIONS,
     NcuDigest,

@@ -23,7 +23,7 @@ from kernelwright.agent.events import _Event
 from kernelwright.agent.runner import RunOutcome, harness_session, open_memory, run
 from kernelwright.agent.scripted import ScriptedSession
 from kernelwright.config import Settings
-from kernelwright.harness.process import live
+from kernelwright.harness.workers import live
 
 
 @dataclass(frozen=True)

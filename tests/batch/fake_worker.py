@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from kernelwright.tools.batch.pool import Emit, serve
-from kernelwright.tools.batch.results import BatchRecord
-from kernelwright.tools.batch.spec import Slot
+from kernelwright.batch.pool import Emit, serve
+from kernelwright.batch.results import BatchRecord
+from kernelwright.batch.spec import Slot
 
 
 def handle(init: dict[str, Any], slot: Slot, task: dict[str, Any], emit: Emit) -> None:

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from kernelwright.batch.results import read_records
 from kernelwright.cli import main
 from kernelwright.problems import resolve_problem
 from kernelwright.problems.solutions_index import SOLUTIONS, all_solutions
-from kernelwright.tools.batch.results import read_records
 
 pytestmark = pytest.mark.gpu
 

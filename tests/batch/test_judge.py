@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from kernelwright.batch.results import read_records
 from kernelwright.cli import main
 from kernelwright.problems import resolve_problem
 from kernelwright.problems.solutions_index import SOLUTIONS, all_solutions
-from kernelwright.tools.batch.results import read_records
 from tests.harness.test_prebuild import variant
 
 RELU_FAST = SOLUTIONS / "relu" / "cpp_fast.py"
@@ -174,9 +174,9 @@ def test_a_session_opened_ahead_whose_reference_timed_out_is_opened_again_at_its
     from concurrent.futures import Future
     from types import SimpleNamespace
 
-    from kernelwright.harness.process.sandbox import Outcome
-    from kernelwright.tools.batch.ahead import JudgeWorker, Relay, _Opened
-    from kernelwright.tools.batch.pool import Backlog
+    from kernelwright.batch.ahead import JudgeWorker, Relay, _Opened
+    from kernelwright.batch.pool import Backlog
+    from kernelwright.harness.workers.process import Outcome
 
     closed: list[str] = []
 

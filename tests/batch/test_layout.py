@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pytest
 
+from kernelwright.batch.engine import exit_code_of, plan_judge
+from kernelwright.batch.layout import match_candidates, parse_candidate
+from kernelwright.batch.problem_set import parse_ids, resolve_problem_set
+from kernelwright.batch.results import BatchRecord, Manifest, ResultsFile, done_keys
+from kernelwright.batch.spec import JudgeSpec, plan_slots, visible_gpus
 from kernelwright.cli import main
 from kernelwright.errors import UsageError
 from kernelwright.harness.reasons import lookup
 from kernelwright.harness.verdicts import Reason, Verdict
 from kernelwright.problems import resolve_problem
 from kernelwright.problems.solutions_index import SOLUTIONS
-from kernelwright.tools.batch.engine import exit_code_of, plan_judge
-from kernelwright.tools.batch.layout import match_candidates, parse_candidate
-from kernelwright.tools.batch.problem_set import parse_ids, resolve_problem_set
-from kernelwright.tools.batch.results import BatchRecord, Manifest, ResultsFile, done_keys
-from kernelwright.tools.batch.spec import JudgeSpec, plan_slots, visible_gpus
 
 RELU_FAST = SOLUTIONS / "relu" / "cpp_fast.py"
 LEVEL1_CUDA = Path(__file__).resolve().parents[2] / "benchmarks" / "level1_cuda"

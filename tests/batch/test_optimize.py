@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from kernelwright.batch.results import read_records
 from kernelwright.cli import main
-from kernelwright.tools.batch.results import read_records
 
 pytestmark = pytest.mark.slow  # real builds and harness workers
 

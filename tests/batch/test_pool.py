@@ -12,10 +12,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from kernelwright.tools.batch.engine import Collector
-from kernelwright.tools.batch.pool import Backlog, Emit, Handler, LocalPool, serve
-from kernelwright.tools.batch.results import BatchRecord, ResultsFile, latest, read_records
-from kernelwright.tools.batch.spec import Slot
+from kernelwright.batch.engine import Collector
+from kernelwright.batch.pool import Backlog, Emit, Handler, LocalPool, serve
+from kernelwright.batch.results import BatchRecord, ResultsFile, latest, read_records
+from kernelwright.batch.spec import Slot
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from kernelwright.batch.results import read_records
 from kernelwright.cli import main
 from kernelwright.problems.solutions_index import SOLUTIONS
-from kernelwright.tools.batch.results import read_records
 
 pytestmark = pytest.mark.slow
 

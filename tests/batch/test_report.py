@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from kernelwright.batch.metrics import fast_p, geomean
+from kernelwright.batch.report import build_report, write_report
 from kernelwright.cli import main
-from kernelwright.tools.batch.metrics import fast_p, geomean
-from kernelwright.tools.batch.report import build_report, write_report
 
 FIXTURE = Path(__file__).parent.parent / "data" / "batch"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kernelwright.cli import INTERRUPTED_LINE
-from kernelwright.harness.process.live import descendants
+from kernelwright.harness.workers.live import descendants
 
 # A load_inline C++ build: tens of seconds of cc1plus, under ninja (which gives each compiler
 # command a process group of its own). The uuid keeps the build out of any cache.

@@ -11,8 +11,8 @@ import pytest
 from kernelwright.config import load_settings
 from kernelwright.memory import KnowledgeBase, current_machine
 from kernelwright.problems import resolve_problem
-from tests.memory.helpers import RELU, entry, fixture_db
 from tests.agent.helpers import run_cli
+from tests.memory.helpers import RELU, entry, fixture_db
 
 
 def _db() -> Path:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from kernelwright.fastext import build_key, cache_folder
-from kernelwright.harness.build.broker import BuildBroker
-from kernelwright.harness.process import confine
+from kernelwright.harness.building.broker import BuildBroker
+from kernelwright.harness.sandbox import confine
 from kernelwright.harness.session import evaluate
 from kernelwright.problems import resolve_problem
 from kernelwright.problems.candidate.cache import BUILT_MARK

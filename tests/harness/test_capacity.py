@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kernelwright.errors import EnvironmentProblem
-from kernelwright.harness.memory import check_memory, estimate
+from kernelwright.harness.capacity import check_memory, estimate
 from kernelwright.harness.options import EvalOptions
 from kernelwright.problems import resolve_problem
 from kernelwright.problems.footprint import measure

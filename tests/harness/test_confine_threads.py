@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from kernelwright.harness.process import confine
+from kernelwright.harness.sandbox import confine
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")
 
 CASE = """
 import json, os, sys, threading, time
 from pathlib import Path
-from kernelwright.harness.process import confine
+from kernelwright.harness.sandbox import confine
 
 helper_wrote = []
 go = threading.Event()
@@ -122,7 +122,7 @@ def test_a_thread_running_before_the_driver_still_refuses_the_layers(tmp_path: P
 EXEC_CASE = """
 import os, sys, threading, time
 from pathlib import Path
-from kernelwright.harness.process import confine
+from kernelwright.harness.sandbox import confine
 
 threading.Thread(target=time.sleep, args=(30,), daemon=True).start()  # e.g. a profiler's injected library
 isolation = confine.confine([Path(sys.argv[1])], "best-effort", before_exec=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelwright.harness.process import live
+from kernelwright.harness.workers import live
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads process trees from /proc")
 

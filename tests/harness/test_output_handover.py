@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from kernelwright.harness.options import EvalOptions, TrialPlan
-from kernelwright.harness.process.jobs import WorkerMessage
-from kernelwright.harness.process.sandbox import Outcome
 from kernelwright.harness.session import _Context, _one_trial
+from kernelwright.harness.workers.jobs import WorkerMessage
+from kernelwright.harness.workers.process import Outcome
 from kernelwright.problems import resolve_problem
 
 

@@ -1,4 +1,4 @@
-"""Building candidates ahead (`harness/prebuild.py`) on the CPU: fast-form C++ candidates built
+"""Building candidates ahead (`harness/building/prebuild.py`) on the CPU: fast-form C++ candidates built
 ahead (or now, by `build_now`, which skips what is built already) are found cached by their
 evaluation, and one that fails to build is reported by its own evaluation, not by the build ahead; `close()` kills the builds running and skips the rest; builds
 run on the cores they are given and never beside a measurement (`live.quiet`), even one that
@@ -15,10 +15,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from kernelwright.harness.building.prebuild import Prebuilder, _QuietWatch
 from kernelwright.harness.options import EvalOptions
-from kernelwright.harness.prebuild import Prebuilder, _QuietWatch
-from kernelwright.harness.process import live
 from kernelwright.harness.session import EvalSession, evaluate
+from kernelwright.harness.workers import live
 from kernelwright.problems import resolve_problem
 from kernelwright.problems.solutions_index import SOLUTIONS
 

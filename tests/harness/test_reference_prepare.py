@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from kernelwright.harness.options import TimingPlan
-from kernelwright.harness.process import oracle
-from kernelwright.harness.process.jobs import WorkerJob
 from kernelwright.harness.timing import run as timing_run
+from kernelwright.harness.workers import reference as oracle
+from kernelwright.harness.workers.jobs import WorkerJob
 from kernelwright.problems import resolve_problem
 
 

@@ -15,11 +15,11 @@ import torch
 from kernelwright.errors import EnvironmentProblem, ExitCode
 from kernelwright.harness import outputs
 from kernelwright.harness.options import EvalOptions
-from kernelwright.harness.process import confine, scratch
-from kernelwright.harness.process.audit import AttemptLog
-from kernelwright.harness.process.isolation import Isolation, read_redacted, redact, scrubbed_env, secret_values
-from kernelwright.harness.process.sandbox import refuse_unless_isolated
+from kernelwright.harness.sandbox import confine, scratch
+from kernelwright.harness.sandbox.audit import AttemptLog
+from kernelwright.harness.sandbox.isolation import Isolation, read_redacted, redact, scrubbed_env, secret_values
 from kernelwright.harness.session import EvalSession
+from kernelwright.harness.workers.process import refuse_unless_isolated
 from kernelwright.problems import resolve_problem
 
 SECRET_ENV = {
@@ -189,7 +189,7 @@ def test_eval_sandbox_flag_is_checked_and_strict_refuses_with_exit_5(tmp_path: P
     bad = _cli("eval", "relu", str(candidate), "--device", "cpu", "--sandbox", "loose", cwd=tmp_path)
     assert bad.returncode == ExitCode.USAGE and "--sandbox" in bad.stderr
     # a machine without user namespaces: strict must refuse before any worker starts
-    probe = "import kernelwright.harness.process.confine as c; c.probe = lambda: c.Isolation(network='none')"
+    probe = "import kernelwright.harness.sandbox.confine as c; c.probe = lambda: c.Isolation(network='none')"
     script = f"{probe}\nimport sys\nfrom kernelwright.cli import main\nmain(sys.argv[1:])"
     refused = subprocess.run(
         [sys.executable, "-c", script, "eval", "relu", str(candidate), "--device", "cpu", "--sandbox", "strict"],

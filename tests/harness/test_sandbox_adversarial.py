@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelwright.harness.process import confine
+from kernelwright.harness.sandbox import confine
 from kernelwright.harness.session import evaluate
 from kernelwright.problems import resolve_problem
 from tests.candidates import harness_options, write_case

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from kernelwright.harness.process import seccomp
+from kernelwright.harness.sandbox import seccomp
 
 pytestmark = pytest.mark.skipif(not seccomp.supported(), reason="seccomp filter: Linux x86_64/aarch64 only")
 
 CHILD = r"""
 import ctypes, errno, os, socket, subprocess, sys, threading
-from kernelwright.harness.process import seccomp
+from kernelwright.harness.sandbox import seccomp
 stream_path, dgram_path, tcp_port = sys.argv[1], sys.argv[2], int(sys.argv[3])
 assert seccomp.install() is None
 def attempt(fn):

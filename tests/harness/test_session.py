@@ -149,7 +149,7 @@ def test_spares_are_kept_ready_for_the_candidates_of_later_calls(
 def test_a_session_closed_while_its_reference_runs_leaves_no_worker(shared_home: Path) -> None:
     """Closed at once (a batch giving up on a problem, Ctrl-C): the reference, still running,
     is waited for and its worker ended; the baselines it would have made next are never made."""
-    from kernelwright.harness.process import live
+    from kernelwright.harness.workers import live
 
     session = EvalSession(resolve_problem("relu"), harness_options(shared_home, "cpu", timing=True))
     session.close()
@@ -168,7 +168,7 @@ def test_a_session_closed_before_its_baselines_are_made_leaves_no_worker(
     reference runs, their making is cancelled; closed while they are made, the reference's
     worker is ended, not waited for, and no failure is logged."""
     from kernelwright.harness import session as session_module
-    from kernelwright.harness.process import live
+    from kernelwright.harness.workers import live
 
     monkeypatch.setattr(session_module, "_prepares_ahead", lambda opts: True)
     opts = harness_options(shared_home, "cpu", timing=True, baselines=("eager", "compile"))

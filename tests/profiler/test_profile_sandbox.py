@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from kernelwright.errors import EnvironmentProblem
-from kernelwright.harness.build.broker import BuildBroker
-from kernelwright.harness.process import confine
-from kernelwright.harness.process.confined_exec import ISOLATION_FILE, wrapper_argv
+from kernelwright.harness.building.broker import BuildBroker
+from kernelwright.harness.sandbox import confine
+from kernelwright.harness.sandbox.confined_exec import ISOLATION_FILE, wrapper_argv
 from kernelwright.profiler import ProfileResult, ProfileStatus
 from kernelwright.tools import profile as profile_tool
 

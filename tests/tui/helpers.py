@@ -15,7 +15,7 @@ from typing import Any
 from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.scripted import ScriptedSession
 from kernelwright.config import Settings, load_settings
-from kernelwright.harness.process import live
+from kernelwright.harness.workers import live
 from kernelwright.tui.app import KernelwrightApp, make_app
 from kernelwright.tui.launch import RunRequest
 from kernelwright.tui.screens.run import RunScreen

@@ -22,15 +22,15 @@ from kernelwright.harness.verdicts import Reason
 
 # Modules whose functions and classes a candidate must not replace (those loaded are watched).
 WATCHED_MODULES = (
-    "kernelwright.harness.process.worker",
-    "kernelwright.harness.process.jobs",
+    "kernelwright.harness.workers.main",
+    "kernelwright.harness.workers.jobs",
     "kernelwright.harness.timing.timers",
     "kernelwright.harness.timing.run",
     "kernelwright.harness.timing.stats",
     "kernelwright.harness.checks.dynamic",
     "kernelwright.harness.checks.tamper",
     "kernelwright.harness.fuzz",
-    "kernelwright.harness.build.recorder",
+    "kernelwright.harness.building.recorder",
     "kernelwright.harness.outputs",
     "kernelwright.harness.cuda_ipc",
     "torch.serialization",

@@ -14,8 +14,8 @@ import torch
 
 from kernelwright.harness.fuzz import draw_inputs
 from kernelwright.harness.options import TrialPlan
-from kernelwright.harness.process.jobs import WorkerJob
 from kernelwright.harness.timing.timers import CpuTimer, CudaEventTimer, time_interleaved, timer_functions_intact
+from kernelwright.harness.workers.jobs import WorkerJob
 from kernelwright.problems.instance import ProblemInstance
 
 _urandom = os.urandom  # captured before any candidate is imported

@@ -1,4 +1,4 @@
-"""A worker's side of the harness's trusted build step (`harness/build/broker.py`): build
+"""A worker's side of the harness's trusted build step (`harness/building/broker.py`): build
 requests go out on one pipe as JSON lines, replies come back on another. Requests are answered
 in order, one at a time per worker (a lock keeps threads of the candidate from interleaving)."""
 

@@ -7,14 +7,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from kernelwright.tools.batch.engine import BatchOutcome, Runner, execute, plan_judge
-from kernelwright.tools.batch.events import Listener
-from kernelwright.tools.batch.judging import judge_task
-from kernelwright.tools.batch.problem_set import resolve_problem_set
-from kernelwright.tools.batch.report import write_report
-from kernelwright.tools.batch.spec import JudgeSpec, Slot
+from kernelwright.batch.engine import BatchOutcome, Runner, execute, plan_judge
+from kernelwright.batch.events import Listener
+from kernelwright.batch.judging import judge_task
+from kernelwright.batch.problem_set import resolve_problem_set
+from kernelwright.batch.report import write_report
+from kernelwright.batch.spec import JudgeSpec, Slot
 
-JUDGE_WORKER = "kernelwright.tools.batch.worker"
+JUDGE_WORKER = "kernelwright.batch.worker"
 
 
 def run_judge(

@@ -1,4 +1,4 @@
-"""The worker process: `python -m kernelwright.harness.process.worker JOB.json`.
+"""The worker process: `python -m kernelwright.harness.workers.main JOB.json`.
 
 A reference worker (`oracle.py`) runs the PyTorch reference on every trial and keeps its outputs;
 a candidate worker builds the candidate, runs it trial by trial on inputs it draws from seeds it
@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from kernelwright.harness.options import TrialPlan
-from kernelwright.harness.process.audit import AttemptLog
-from kernelwright.harness.process.jobs import (
+from kernelwright.harness.sandbox.audit import AttemptLog
+from kernelwright.harness.workers.jobs import (
     BUILD_FDS_VAR,
     CandidateAssignment,
     TrialRequest,
@@ -66,7 +66,7 @@ class CandidateSession:
     """The state of one candidate worker across its phases."""
 
     def __init__(self, job: WorkerJob, chan: Channel) -> None:
-        from kernelwright.harness.build.recorder import ExtensionRecorder
+        from kernelwright.harness.building.recorder import ExtensionRecorder
         from kernelwright.harness.checks import dynamic as dynamic_checks
         from kernelwright.harness.checks import tamper
         from kernelwright.harness.fuzz import instance_for_drawing
@@ -295,7 +295,7 @@ class CandidateSession:
         process to check: a candidate that behaves differently while profiled is caught there."""
         import torch
 
-        from kernelwright.harness.build.symbols import KernelMatcher
+        from kernelwright.harness.building.symbols import KernelMatcher
         from kernelwright.harness.checks import dynamic as dynamic_checks
 
         plans = request.plans
@@ -409,7 +409,7 @@ class CandidateSession:
 def writable_folders(job: WorkerJob, environ: dict[str, str] | os._Environ[str]) -> list[Path]:
     """Where this worker may write: its own folder (scratch, HOME, TMPDIR inside it) and the
     caches named in its environment (each in its scratch unless the harness chose otherwise).
-    Never the build cache: the harness's trusted build step writes it (`harness/build/broker.py`);
+    Never the build cache: the harness's trusted build step writes it (`harness/building/broker.py`);
     a worker without that step (started by hand) builds into its scratch."""
     folders = [job.out_dir]
     for name in (
@@ -431,7 +431,7 @@ def _seal_shared_caches(job: WorkerJob, chan: Channel, isolation: Any) -> None:
     the baselines (no candidate code had run), are taken out of the writable folders by a further
     Landlock layer, and this process's later compiles (the candidate's own triton kernels) go to
     caches in its scratch. So a candidate cannot leave an entry there for a later baseline."""
-    from kernelwright.harness.process import confine
+    from kernelwright.harness.sandbox import confine
 
     shared = [Path(os.environ[name]) for name in _SHARED_CACHES if os.environ.get(name)]
     if not shared or isolation is None:
@@ -454,8 +454,8 @@ def _seal_shared_caches(job: WorkerJob, chan: Channel, isolation: Any) -> None:
 
 def _isolate(job: WorkerJob, chan: Channel) -> bool:
     """Confine this process and report how; False when strict mode cannot be honoured."""
-    from kernelwright.harness.process import audit, confine
-    from kernelwright.harness.process.isolation import MODE_VAR, SandboxMode
+    from kernelwright.harness.sandbox import audit, confine
+    from kernelwright.harness.sandbox.isolation import MODE_VAR, SandboxMode
 
     mode: SandboxMode = "strict" if os.environ.get(MODE_VAR) == "strict" else "best-effort"
     writable = writable_folders(job, os.environ)
@@ -469,14 +469,14 @@ def _isolate(job: WorkerJob, chan: Channel) -> bool:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print("usage: python -m kernelwright.harness.process.worker JOB.json", file=sys.stderr)
+        print("usage: python -m kernelwright.harness.workers.main JOB.json", file=sys.stderr)
         return 2
     chan = Channel()
     job = WorkerJob.model_validate_json(Path(argv[1]).read_text())
     if not _isolate(job, chan):
         return 3
     if job.mode == "reference":
-        from kernelwright.harness.process.oracle import serve
+        from kernelwright.harness.workers.reference import serve
 
         serve(job, chan)
         return 0

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from kernelwright.tools.batch.results import BatchRecord
+from kernelwright.batch.results import BatchRecord
 
 EVENT_SCHEMA_VERSION = 1
 

@@ -32,10 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelwright.errors import KernelwrightError
-from kernelwright.harness.prebuild import Prebuilder
-from kernelwright.harness.session import EvalSession
-from kernelwright.tools.batch.judging import (
+from kernelwright.batch.judging import (
     OpenedAhead,
     judge_problem,
     problem_folder,
@@ -43,8 +40,11 @@ from kernelwright.tools.batch.judging import (
     spares_for,
     stage_task,
 )
-from kernelwright.tools.batch.pool import Backlog, Emit
-from kernelwright.tools.batch.spec import JudgeSpec, Slot
+from kernelwright.batch.pool import Backlog, Emit
+from kernelwright.batch.spec import JudgeSpec, Slot
+from kernelwright.errors import KernelwrightError
+from kernelwright.harness.building.prebuild import Prebuilder
+from kernelwright.harness.session import EvalSession
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ def _reference_timed_out(session: EvalSession) -> bool:
 
 
 class JudgeWorker:
-    """The handler of `python -m kernelwright.tools.batch.worker`: judges each task it is sent
+    """The handler of `python -m kernelwright.batch.worker`: judges each task it is sent
     (`judging.judge_problem`) with the builds and the session it prepared ahead. `close()` ends them."""
 
     def __init__(self, backlog: Backlog) -> None:

@@ -21,11 +21,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from kernelwright.batch.markdown import render_markdown
+from kernelwright.batch.metrics import THRESHOLDS, fast_p, geomean
+from kernelwright.batch.plots import plot_fast_p, plot_speedups
+from kernelwright.batch.results import MANIFEST_FILE, RESULTS_FILE, BatchRecord, Manifest, latest, read_records
 from kernelwright.errors import UsageError
-from kernelwright.tools.batch.markdown import render_markdown
-from kernelwright.tools.batch.metrics import THRESHOLDS, fast_p, geomean
-from kernelwright.tools.batch.plots import plot_fast_p, plot_speedups
-from kernelwright.tools.batch.results import MANIFEST_FILE, RESULTS_FILE, BatchRecord, Manifest, latest, read_records
 
 REPORT_SCHEMA_VERSION = 1
 PRIMARY_BASELINES = ("eager", "compile")

@@ -26,8 +26,8 @@ import sys
 from pathlib import Path
 from typing import Literal
 
-from kernelwright.harness.process import seccomp
-from kernelwright.harness.process.isolation import Isolation, SandboxMode
+from kernelwright.harness.sandbox import seccomp
+from kernelwright.harness.sandbox.isolation import Isolation, SandboxMode
 
 # Landlock (include/uapi/linux/landlock.h); the syscall numbers are the same on every architecture.
 _SYS_CREATE, _SYS_ADD_RULE, _SYS_RESTRICT = 444, 445, 446
@@ -405,7 +405,7 @@ _CUDA_PROBE = """
 import ctypes, json, os, sys, tempfile
 from pathlib import Path
 os.environ[sys.argv[1]] = "after-layers"
-from kernelwright.harness.process import confine
+from kernelwright.harness.sandbox import confine
 isolation = confine.confine([Path(sys.argv[2])], "best-effort", cuda=True)
 answer = {"driver": isolation.cuda_driver, "notes": isolation.notes}
 if isolation.cuda_driver == "inside":

@@ -15,7 +15,7 @@ only while the shared queue holds a task for every slot (so, but for the batch's
 other slot goes idle for it). A task a worker held but had not started when it died goes back to
 the queue, not reported: only the task it was running owes retried lines.
 
-`serve(handler)` is the worker's side: `python -m kernelwright.tools.batch.worker` (judge) and
+`serve(handler)` is the worker's side: `python -m kernelwright.batch.worker` (judge) and
 `python -m kernelwright.agent.batch` (optimise) are both `serve` with their own handler.
 """
 
@@ -36,8 +36,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from kernelwright.harness.process import live
-from kernelwright.tools.batch.spec import Slot
+from kernelwright.batch.spec import Slot
+from kernelwright.harness.workers import live
 
 log = logging.getLogger(__name__)
 

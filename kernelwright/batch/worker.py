@@ -1,11 +1,11 @@
-"""`python -m kernelwright.tools.batch.worker`: one judge worker of a batch (see `pool.py` for the
+"""`python -m kernelwright.batch.worker`: one judge worker of a batch (see `pool.py` for the
 protocol, `ahead.py` for what it prepares ahead, `judging.py` for what it does per problem).
 Started by `batch judge`, never by hand."""
 
 from __future__ import annotations
 
-from kernelwright.tools.batch.ahead import JudgeWorker
-from kernelwright.tools.batch.pool import Backlog, serve
+from kernelwright.batch.ahead import JudgeWorker
+from kernelwright.batch.pool import Backlog, serve
 
 if __name__ == "__main__":
     backlog = Backlog()

@@ -17,9 +17,9 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from kernelwright.batch.pool import Handler, Message, OnMessage, started
+from kernelwright.batch.spec import Slot
 from kernelwright.errors import EnvironmentProblem
-from kernelwright.tools.batch.pool import Handler, Message, OnMessage, started
-from kernelwright.tools.batch.spec import Slot
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from kernelwright.harness.options import TimingPlan, TrialPlan
 
 # In a candidate's worker: "request_fd,reply_fd", the pipes to the harness's trusted build step
-# (`harness/build/broker.py`), which alone writes the shared build cache.
+# (`harness/building/broker.py`), which alone writes the shared build cache.
 BUILD_FDS_VAR = "KERNELWRIGHT_BUILD_FDS"
 
 

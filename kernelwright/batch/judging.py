@@ -21,15 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from kernelwright.batch.pool import Emit
+from kernelwright.batch.results import BatchRecord, SpeedupFigure
+from kernelwright.batch.spec import JudgeSpec, Slot
 from kernelwright.errors import EnvironmentProblem, ExitCode, KernelwrightError, ProblemError
+from kernelwright.harness.building.prebuild import Prebuilder
 from kernelwright.harness.checks.static.analysis import detect_backend
-from kernelwright.harness.prebuild import Prebuilder
 from kernelwright.harness.result import EvalResult
 from kernelwright.harness.session import EvalSession
 from kernelwright.problems import Problem, load_problem_file
-from kernelwright.tools.batch.pool import Emit
-from kernelwright.tools.batch.results import BatchRecord, SpeedupFigure
-from kernelwright.tools.batch.spec import JudgeSpec, Slot
 
 log = logging.getLogger(__name__)
 

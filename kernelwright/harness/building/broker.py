@@ -8,7 +8,7 @@ pipe (`BuildBroker`), and the harness:
 
 1. computes the key itself from those inputs (never one the worker names);
 2. under the key's lock, answers at once if the folder holds a build the harness marked complete;
-3. else runs `harness/build/builder.py` in a fresh process, confined like a worker but writable
+3. else runs `harness/building/builder.py` in a fresh process, confined like a worker but writable
    only in that key's folder and a temporary folder of its own (no candidate can write there),
    with the worker's scrubbed environment;
 4. marks the folder complete (`BUILT_MARK`, written by the harness, not the builder) and answers
@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from kernelwright.fastext import build_key, locked_folder
-from kernelwright.harness.process import live
-from kernelwright.harness.process.isolation import redact, scrubbed_env
-from kernelwright.harness.process.jobs import BUILD_FDS_VAR
+from kernelwright.harness.sandbox.isolation import redact, scrubbed_env
+from kernelwright.harness.workers import live
+from kernelwright.harness.workers.jobs import BUILD_FDS_VAR
 from kernelwright.problems.candidate.cache import BUILT_MARK, BuildCache, cache_key
 
 log = logging.getLogger(__name__)
@@ -170,7 +170,7 @@ class BuildBroker:
             env = scrubbed_env(os.environ, self.env_extra, home=work / "home", tmp=work / "tmp")
             (work / "home").mkdir()
             (work / "tmp").mkdir()
-            argv = [sys.executable, "-m", "kernelwright.harness.build.builder", str(work / "request.json")]
+            argv = [sys.executable, "-m", "kernelwright.harness.building.builder", str(work / "request.json")]
             builder = _Builder(argv, env, work / "build.log", self.pausable)
             with self._lock:
                 self._builders.add(builder)

@@ -37,13 +37,14 @@ from pathlib import Path
 from typing import Literal
 
 from kernelwright.errors import KernelwrightError
-from kernelwright.harness import judge, memory
+from kernelwright.harness import capacity, judge
 from kernelwright.harness.checks.static.analysis import analyze_candidate
 from kernelwright.harness.options import EvalOptions
-from kernelwright.harness.process import live, scratch
-from kernelwright.harness.process.isolation import MODE_VAR
-from kernelwright.harness.process.jobs import WorkerJob
-from kernelwright.harness.process.sandbox import WorkerProcess
+from kernelwright.harness.sandbox import scratch
+from kernelwright.harness.sandbox.isolation import MODE_VAR
+from kernelwright.harness.workers import live
+from kernelwright.harness.workers.jobs import WorkerJob
+from kernelwright.harness.workers.process import WorkerProcess
 from kernelwright.problems import Problem
 from kernelwright.problems.candidate.cache import BuildCache
 
@@ -186,7 +187,7 @@ class Prebuilder:
         self._threads: list[threading.Thread] = []
         self._count = 0
         self._tmp: tempfile.TemporaryDirectory[str] | None = tempfile.TemporaryDirectory(
-            prefix=scratch.PREFIX, dir=memory.scratch_root()
+            prefix=scratch.PREFIX, dir=capacity.scratch_root()
         )
         scratch.claim(Path(self._tmp.name))
         # Now, not at the first build: a measurement that begins later stops it and is seen.

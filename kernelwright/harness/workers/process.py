@@ -31,12 +31,13 @@ from pydantic import ValidationError
 
 from kernelwright.errors import EnvironmentProblem
 from kernelwright.fastext import BUILD_TIMEOUT_S
-from kernelwright.harness.build.broker import BuildBroker, open_channel
-from kernelwright.harness.process import confine, live
-from kernelwright.harness.process.isolation import MODE_VAR, Isolation, redact, scrubbed_env
-from kernelwright.harness.process.jobs import WorkerJob, WorkerMessage
-from kernelwright.harness.process.live import kill_tree
+from kernelwright.harness.building.broker import BuildBroker, open_channel
+from kernelwright.harness.sandbox import confine
+from kernelwright.harness.sandbox.isolation import MODE_VAR, Isolation, redact, scrubbed_env
 from kernelwright.harness.verdicts import Reason
+from kernelwright.harness.workers import live
+from kernelwright.harness.workers.jobs import WorkerJob, WorkerMessage
+from kernelwright.harness.workers.live import kill_tree
 
 CLOSE_GRACE_S = 0.05
 
@@ -142,7 +143,7 @@ class WorkerProcess:
             child_env.update(fds_env)
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "kernelwright.harness.process.worker", str(job_file)],
+                [sys.executable, "-m", "kernelwright.harness.workers.main", str(job_file)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=self._log,

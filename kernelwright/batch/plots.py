@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from kernelwright.tools.batch.metrics import THRESHOLDS, fast_p
+from kernelwright.batch.metrics import THRESHOLDS, fast_p
 
 CURVE_POINTS = 241
 

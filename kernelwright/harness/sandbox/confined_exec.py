@@ -1,5 +1,5 @@
 """Run a command under the candidate sandbox's layers: `python -m
-kernelwright.harness.process.confined_exec SCRATCH -- COMMAND...`.
+kernelwright.harness.sandbox.confined_exec SCRATCH -- COMMAND...`.
 
 For candidate code that is not run by a harness worker: the profiler's ncu target (the
 candidate is imported under `ncu`, which starts this wrapper as its target). The wrapper drops
@@ -20,21 +20,21 @@ import os
 import sys
 from pathlib import Path
 
-from kernelwright.harness.process.isolation import MODE_VAR, SandboxMode, looks_secret
+from kernelwright.harness.sandbox.isolation import MODE_VAR, SandboxMode, looks_secret
 
 ISOLATION_FILE = "isolation.json"
 
 
 def wrapper_argv(scratch: Path, mode: SandboxMode = "best-effort") -> list[str]:
     """The argv prefix that runs a command confined with `scratch` as its only writable folder."""
-    return [sys.executable, "-m", "kernelwright.harness.process.confined_exec", str(scratch), mode, "--"]
+    return [sys.executable, "-m", "kernelwright.harness.sandbox.confined_exec", str(scratch), mode, "--"]
 
 
 def main(argv: list[str]) -> int:
     if len(argv) < 5 or argv[3] != "--":
-        print("usage: python -m kernelwright.harness.process.confined_exec SCRATCH MODE -- COMMAND...", file=sys.stderr)
+        print("usage: python -m kernelwright.harness.sandbox.confined_exec SCRATCH MODE -- COMMAND...", file=sys.stderr)
         return 2
-    from kernelwright.harness.process import confine
+    from kernelwright.harness.sandbox import confine
 
     scratch, command = Path(argv[1]), argv[4:]
     mode: SandboxMode = "strict" if argv[2] == "strict" else "best-effort"

@@ -19,9 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from kernelwright.errors import ExitCode, ProblemError
-from kernelwright.problems import Problem
-from kernelwright.tools.batch.events import (
+from kernelwright.batch.events import (
     BatchFinished,
     BatchStarted,
     Listener,
@@ -29,10 +27,10 @@ from kernelwright.tools.batch.events import (
     ResultRecorded,
     WorkerStatus,
 )
-from kernelwright.tools.batch.layout import match_candidates
-from kernelwright.tools.batch.pool import Handler, LocalPool, Message
-from kernelwright.tools.batch.problem_set import ProblemSet
-from kernelwright.tools.batch.results import (
+from kernelwright.batch.layout import match_candidates
+from kernelwright.batch.pool import Handler, LocalPool, Message
+from kernelwright.batch.problem_set import ProblemSet
+from kernelwright.batch.results import (
     BatchRecord,
     Manifest,
     ResultsFile,
@@ -40,7 +38,9 @@ from kernelwright.tools.batch.results import (
     done_keys,
     latest,
 )
-from kernelwright.tools.batch.spec import JudgeSpec, Slot
+from kernelwright.batch.spec import JudgeSpec, Slot
+from kernelwright.errors import ExitCode, ProblemError
+from kernelwright.problems import Problem
 
 
 @dataclass
@@ -265,7 +265,7 @@ def execute(
     status = "interrupted"
     try:
         if plan.tasks and runner.ray_address:
-            from kernelwright.tools.batch.ray_runner import run_on_ray
+            from kernelwright.batch.ray_runner import run_on_ray
 
             run_on_ray(
                 runner.ray_address,

@@ -1,5 +1,5 @@
 """The builder process of the trusted build step (`broker.py`): `python -m
-kernelwright.harness.build.builder REQUEST.json`.
+kernelwright.harness.building.builder REQUEST.json`.
 
 It runs no candidate file: it confines itself (writable: its key's build folder and its own
 temporary folder), builds the extension the request describes with torch's `load_inline` /
@@ -17,13 +17,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from kernelwright.harness.process.isolation import MODE_VAR, SandboxMode
+from kernelwright.harness.sandbox.isolation import MODE_VAR, SandboxMode
 
 
 def _confine(folder: Path, cuda: bool) -> None:
     """As a worker confines itself (the CUDA driver too: torch reads the device's architecture
     for a CUDA build), writable only in the key's folder and this builder's own folders."""
-    from kernelwright.harness.process import confine
+    from kernelwright.harness.sandbox import confine
 
     writable = [folder, Path(os.environ.get("TMPDIR") or folder), Path(os.environ.get("HOME") or folder)]
     mode: SandboxMode = "strict" if os.environ.get(MODE_VAR) == "strict" else "best-effort"
@@ -79,7 +79,7 @@ def build_fast(request: dict[str, Any], folder: Path) -> str:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print("usage: python -m kernelwright.harness.build.builder REQUEST.json", file=sys.stderr)
+        print("usage: python -m kernelwright.harness.building.builder REQUEST.json", file=sys.stderr)
         return 2
     request = json.loads(Path(argv[1]).read_text())
     folder = Path(request["folder"])

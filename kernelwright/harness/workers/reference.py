@@ -35,7 +35,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from kernelwright.harness.options import TrialPlan
-from kernelwright.harness.process.jobs import WorkerJob
+from kernelwright.harness.workers.jobs import WorkerJob
 
 
 class Channel(Protocol):
@@ -82,7 +82,7 @@ def _budget(device: str) -> int:
     if device == "cuda":
         free, _ = torch.cuda.mem_get_info()
         return int(free * CACHE_SHARE)
-    from kernelwright.harness.memory import available_memory
+    from kernelwright.harness.capacity import available_memory
 
     return int((available_memory() or 2 << 30) * CACHE_SHARE)
 
