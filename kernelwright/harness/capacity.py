@@ -22,6 +22,7 @@ from kernelwright.errors import EnvironmentProblem
 from kernelwright.harness.options import EvalOptions, plan_trials
 from kernelwright.problems import Problem
 from kernelwright.problems.footprint import Footprint, TensorShape, human_bytes, measure
+from kernelwright.vocabulary import Size
 
 # Headroom for what the estimate cannot see: interpreters, torch, allocator slack, compilers.
 FIXED_OVERHEAD_BYTES = 5 << 29  # 2.5 GiB: sum_reduction at default size peaked 8.3 GB against 7.8 estimated without it
@@ -86,7 +87,7 @@ def estimate(
         "overhead": FIXED_OVERHEAD_BYTES,
     }
     # a candidate's worker, and the reference's held outputs and the baselines it prepares after
-    # the reference and keeps for the session (on CUDA only: `session._prepare_baselines`)
+    # the reference and keeps for the session (on CUDA only: `phases.reference.prepare_baselines`)
     kept = timing_sets * inputs + outputs if opts.timing else 0
     device = 0 if on_host else (timing_sets + 2) * inputs + 4 * outputs + 3 * params + held + kept
     return MemoryEstimate(parts, device)
@@ -185,7 +186,7 @@ def check_memory(problem: Problem, footprint: Footprint, opts: EvalOptions, scra
         return need
     small = None
     if footprint.size == "default" and problem.has_small:
-        small = estimate(measure(problem, "small"), opts, scratch_in_ram, have)
+        small = estimate(measure(problem, Size.SMALL), opts, scratch_in_ram, have)
     raise _refuse(problem, footprint, need, have, small, "")
 
 
@@ -215,5 +216,5 @@ def check_reference_run(problem: Problem, footprint: Footprint, device: str) -> 
         return need
     small = None
     if footprint.size == "default" and problem.has_small:
-        small = reference_run_estimate(measure(problem, "small"), device)
+        small = reference_run_estimate(measure(problem, Size.SMALL), device)
     raise _refuse(problem, footprint, need, have, small, " to run its reference")

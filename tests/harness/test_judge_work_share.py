@@ -1,5 +1,6 @@
 """The work-share verdict on recorded profiler figures: the policies, kernels named like the
-reference's, and reduced precision judged on the kernels that ran."""
+reference's, and reduced precision judged on the kernels that ran. The rules are pure (typed
+reports in, a decision out); these tests apply each decision as the phases do."""
 
 from __future__ import annotations
 
@@ -9,17 +10,22 @@ import pytest
 
 from kernelwright.harness import judge
 from kernelwright.harness.checks.static.analysis import analyze_candidate
+from kernelwright.harness.phases.context import apply
 from kernelwright.harness.result import EvalResult
 from kernelwright.harness.verdicts import Reason, Verdict
+from kernelwright.harness.workers.messages import CleanFigures, Share, TimedRun, TimingReport
 from tests.harness.test_static_analysis import CPP_OMP, CUDA_SRC, cuda_candidate
 
 OWN = "relu_kernel(float const*, float*, int)"
 GEMM = "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32"
 
 
+PLAN = {"index": 0, "seed": 1, "distribution": "normal", "variant": None}
+
+
 def _share(own_ms: float, library_ms: float, reference_ms: float, **extra: Any) -> dict[str, Any]:
     return {
-        "plan": {"variant": None},
+        "plan": PLAN,
         "own_ms": own_ms,
         "library_ms": library_ms,
         "reference_ms": reference_ms,
@@ -34,8 +40,8 @@ def _share(own_ms: float, library_ms: float, reference_ms: float, **extra: Any) 
 
 def _judge(shares: list[dict[str, Any]], policy: str = "strict", source: str | None = None) -> EvalResult:
     result = EvalResult(problem="p", candidate="c.py", verdict=Verdict.CORRECT, device="cuda")
-    judge.judge_work_share(result, shares, analyze_candidate(source or cuda_candidate()), policy)
-    return result
+    typed = [Share.model_validate(s) for s in shares]
+    return apply(result, judge.judge_work_share(typed, analyze_candidate(source or cuda_candidate()), policy, 0))
 
 
 def test_strict_rejects_a_library_gemm_with_an_own_epilogue() -> None:
@@ -55,7 +61,7 @@ def test_engineering_accepts_it_and_reports_the_library_share() -> None:
 def test_engineering_still_needs_own_kernels_on_the_hot_path_of_every_shape(variant_own: float) -> None:
     shares = [
         _share(own_ms=0.3, library_ms=0.7, reference_ms=1.0),
-        {**_share(own_ms=variant_own, library_ms=0.7, reference_ms=0.7), "plan": {"variant": 0}},
+        {**_share(own_ms=variant_own, library_ms=0.7, reference_ms=0.7), "plan": {**PLAN, "variant": 0}},
     ]
     result = _judge(shares, policy="engineering")
     assert result.verdict == Verdict.REJECTED
@@ -124,6 +130,15 @@ def _timed(median_ms: float) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _timing(**figures: Any) -> TimingReport:
+    return TimingReport(result=TimedRun(fns={}), **figures)
+
+
+def _consistency(result: EvalResult, share: dict[str, Any], timing: TimingReport) -> EvalResult:
+    decision = judge.judge_profile_consistency(result.timings, result.device, [Share.model_validate(share)], timing)
+    return apply(result, decision)
+
+
 def test_baselines_slower_beside_the_candidate_than_in_a_clean_process() -> None:
     from kernelwright.harness.timing.stats import TimingStats
 
@@ -132,18 +147,19 @@ def test_baselines_slower_beside_the_candidate_than_in_a_clean_process() -> None
         result.timings["eager"] = TimingStats.model_validate(_timed(eager_ms))
         return result
 
-    clean = {"eager": {"median_ms": 1.0, "ci_low_ms": 0.98, "ci_high_ms": 1.02}}
-    assert judge.baselines_slowed(result_with(1.2), clean) == []
+    clean = {"eager": CleanFigures(median_ms=1.0, ci_low_ms=0.98, ci_high_ms=1.02)}
+    assert judge.slowed_baselines(result_with(1.2).timings, clean) == []
     slowed = result_with(3.0)
-    assert judge.baselines_slowed(slowed, clean) == ["eager"]
-    judge.judge_baselines(slowed, clean, ["eager"], ["eager"])  # still fast when re-timed: tampering
+    assert judge.slowed_baselines(slowed.timings, clean) == ["eager"]
+    # still fast when re-timed: tampering
+    apply(slowed, judge.judge_baselines(slowed.timings, clean, ["eager"], ["eager"]))
     assert (slowed.verdict, slowed.reason) == (Verdict.REJECTED, Reason.BASELINE_TAMPERED)
     busy = result_with(3.0)
-    judge.judge_baselines(busy, clean, ["eager"], [])  # slow in the clean process too: a busy machine
+    apply(busy, judge.judge_baselines(busy.timings, clean, ["eager"], []))  # slow in the clean process too
     assert busy.verdict == Verdict.CORRECT and not busy.speedups
     assert any(f.code == "baselines_disagree" for f in busy.flags)
-    launch_bound = {"eager": {"median_ms": 0.0044, "ci_low_ms": 0.0043, "ci_high_ms": 0.0045}}
-    assert judge.baselines_slowed(result_with(0.0098), launch_bound) == []  # within the margin
+    launch_bound = {"eager": CleanFigures(median_ms=0.0044, ci_low_ms=0.0043, ci_high_ms=0.0045)}
+    assert judge.slowed_baselines(result_with(0.0098).timings, launch_bound) == []  # within the margin
 
 
 def test_an_extension_called_while_profiled_but_not_while_timed_is_a_profile_mismatch() -> None:
@@ -152,11 +168,11 @@ def test_an_extension_called_while_profiled_but_not_while_timed_is_a_profile_mis
     result = EvalResult(problem="p", candidate="c.py", verdict=Verdict.CORRECT, device="cuda")
     result.timings["candidate"] = TimingStats.model_validate(_timed(0.003))
     share = {**_share(own_ms=0.003, library_ms=0.0, reference_ms=0.003), "ext_calls": 40, "forward_calls": 40}
-    judge.judge_profile_consistency(result, [share], {"extension_calls": 0, "candidate_calls": 500})
+    _consistency(result, share, _timing(extension_calls=0, candidate_calls=500))
     assert (result.verdict, result.reason) == (Verdict.REJECTED, Reason.PROFILE_MISMATCH)
     honest = EvalResult(problem="p", candidate="c.py", verdict=Verdict.CORRECT, device="cuda")
     honest.timings["candidate"] = TimingStats.model_validate(_timed(0.003))
-    judge.judge_profile_consistency(honest, [share], {"extension_calls": 500, "candidate_calls": 500})
+    _consistency(honest, share, _timing(extension_calls=500, candidate_calls=500))
     assert honest.verdict == Verdict.CORRECT
 
 
@@ -176,9 +192,7 @@ def test_an_extension_doing_less_work_while_timed_is_a_profile_mismatch_on_the_c
             "extension_fastest_s": profiled,
             "ops_inside_per_call": ops_inside,
         }
-        timing = {"extension_calls": 70, "candidate_calls": 70, "extension_fastest_s": timed}
-        judge.judge_profile_consistency(result, [share], timing)
-        return result
+        return _consistency(result, share, _timing(extension_calls=70, candidate_calls=70, extension_fastest_s=timed))
 
     cheat = judged({"k.relu": 64e-6}, {"k.relu": 2.2e-6})
     assert (cheat.verdict, cheat.reason) == (Verdict.REJECTED, Reason.PROFILE_MISMATCH)

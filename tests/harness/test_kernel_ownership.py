@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelwright.harness.building.symbols import KernelMatcher, own_kernels
+from kernelwright.harness.checks.symbols import KernelMatcher, own_kernels
 from kernelwright.problems.candidate.kernel_names import base_name, in_torch_namespace, normalize, qualified_name
 from kernelwright.profiler.ownership import kernel_ownership
 from kernelwright.profiler.report import Metric, NcuKernel, NcuReport

@@ -15,7 +15,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from kernelwright.harness.building.prebuild import Prebuilder, _QuietWatch
+from kernelwright.harness.building.prebuild import Prebuilder
+from kernelwright.harness.building.quiet_watch import QuietWatch
 from kernelwright.harness.options import EvalOptions
 from kernelwright.harness.session import EvalSession, evaluate
 from kernelwright.harness.workers import live
@@ -132,7 +133,7 @@ def test_a_build_starting_as_a_measurement_begins_is_held_until_it_ends() -> Non
     """`live.quiet` stops the workers alive when it begins; a build worker registered just after
     (here: a process `live` never saw) is stopped by the watch until the phase ends."""
     late = subprocess.Popen(["sleep", "60"])
-    watch = _QuietWatch(lambda: [SimpleNamespace(pid=late.pid, proc=late)])  # type: ignore[list-item]
+    watch = QuietWatch(lambda: [SimpleNamespace(pid=late.pid, proc=late)])  # type: ignore[list-item]
     try:
         assert until(lambda: state(late.pid) == "S", 5)
         with live.quiet(keep=None):

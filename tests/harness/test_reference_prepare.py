@@ -15,6 +15,7 @@ from kernelwright.harness.options import TimingPlan
 from kernelwright.harness.timing import run as timing_run
 from kernelwright.harness.workers import reference as oracle
 from kernelwright.harness.workers.jobs import WorkerJob
+from kernelwright.harness.workers.messages import Report
 from kernelwright.problems import resolve_problem
 
 
@@ -25,6 +26,9 @@ class ScriptedChannel:
 
     def send(self, event: str, phase: str, **data: Any) -> None:
         self.sent.append((event, phase, data))
+
+    def report(self, phase: str, report: Report) -> None:
+        self.send("result", phase, **report.wire())
 
     def wait_command(self) -> str:
         return self.commands.pop(0)

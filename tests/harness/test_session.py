@@ -18,17 +18,17 @@ _BY_NAME = {c.name: c for c in CASES}
 
 @pytest.fixture
 def started(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """When each candidate worker was started (`session._start_worker` wrapped)."""
-    from kernelwright.harness import session as session_module
+    """When each candidate worker was started (`phases.candidate.start_worker` wrapped)."""
+    from kernelwright.harness.phases import candidate as candidate_phase
 
     times: list[float] = []
-    real_start = session_module._start_worker
+    real_start = candidate_phase.start_worker
 
     def start(*args: object, **kwargs: object) -> object:
         times.append(time.monotonic())
         return real_start(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(session_module, "_start_worker", start)
+    monkeypatch.setattr(candidate_phase, "start_worker", start)
     return times
 
 
@@ -92,10 +92,10 @@ def test_several_candidates_in_one_call_start_the_next_worker_while_one_is_judge
     """Issue #12: with several candidates, the next one's worker starts while the current one is
     built and checked (live.quiet stops it during the current one's measurements), so no
     candidate after the first waits for a worker to start; no worker is left over."""
-    from kernelwright.harness import session as session_module
+    from kernelwright.harness.phases import candidate as candidate_phase
 
     finished: list[float] = []
-    real_one = session_module._evaluate_one
+    real_one = candidate_phase.evaluate_one
 
     def one(*args: object, **kwargs: object) -> object:
         try:
@@ -103,7 +103,7 @@ def test_several_candidates_in_one_call_start_the_next_worker_while_one_is_judge
         finally:
             finished.append(time.monotonic())
 
-    monkeypatch.setattr(session_module, "_evaluate_one", one)
+    monkeypatch.setattr(candidate_phase, "evaluate_one", one)
     paths = [write_case(tmp_path, f"correct_{k}", CORRECT.source()) for k in range(3)]
     with EvalSession(resolve_problem("relu"), harness_options(shared_home, "cpu")) as session:
         assert session.prefetch
@@ -167,10 +167,10 @@ def test_a_session_closed_before_its_baselines_are_made_leaves_no_worker(
     """Where the baselines are made ahead (CUDA; here on the CPU by hand): closed while the
     reference runs, their making is cancelled; closed while they are made, the reference's
     worker is ended, not waited for, and no failure is logged."""
-    from kernelwright.harness import session as session_module
+    from kernelwright.harness.phases import reference as reference_phase
     from kernelwright.harness.workers import live
 
-    monkeypatch.setattr(session_module, "_prepares_ahead", lambda opts: True)
+    monkeypatch.setattr(reference_phase, "prepares_ahead", lambda opts: True)
     opts = harness_options(shared_home, "cpu", timing=True, baselines=("eager", "compile"))
     session = EvalSession(resolve_problem("relu"), opts)
     assert session.ctx.prepared is not None and session.ctx.pending is not None
@@ -197,19 +197,20 @@ def test_a_profile_slower_than_the_timing_is_taken_again_before_judging(
     calls twice its timed median: `profile_mismatch`). Before rejecting, the harness profiles the
     default shapes once more and judges the faster profile: an honest candidate's second profile
     agrees with its timing. The first profile is made slow here by hand."""
-    from kernelwright.harness import session as session_module
+    from kernelwright.harness.phases import work_share as work_share_phase
+    from kernelwright.harness.workers.messages import Share
 
-    real = session_module._run_work_share
+    real = work_share_phase.run_work_share
     first: list[float] = []
 
-    def slowed(*args: object, **kwargs: object) -> list[dict]:
+    def slowed(*args: object, **kwargs: object) -> list[Share]:
         shares = real(*args, **kwargs)  # type: ignore[arg-type]
         if shares and not first:
-            first.append(max(5.0, 50 * float(shares[0].get("own_ms", 0.0))))
-            shares[0]["own_ms"], shares[0]["library_ms"] = first[0], 0.0
+            first.append(max(5.0, 50 * shares[0].own_ms))
+            shares[0] = shares[0].model_copy(update={"own_ms": first[0], "library_ms": 0.0})
         return shares
 
-    monkeypatch.setattr(session_module, "_run_work_share", slowed)
+    monkeypatch.setattr(work_share_phase, "run_work_share", slowed)
     opts = harness_options(shared_home, "cpu", timing=True)
     with EvalSession(resolve_problem("relu"), opts) as session:
         [result] = session.evaluate([write_case(tmp_path, CORRECT.name, CORRECT.source())])
@@ -223,10 +224,10 @@ def test_a_candidate_slower_every_time_it_is_profiled_is_still_rejected(
 ) -> None:
     """The second profile is no way out: a candidate whose profiled calls are slower than its
     timing both times (here every profile reads 50 times slower) is `profile_mismatch`."""
-    from kernelwright.harness import judge
+    from kernelwright.harness.judge import work_share as share_rules
 
-    real = judge.profiled_ms
-    monkeypatch.setattr(judge, "profiled_ms", lambda share: max(5.0, 50 * real(share)))
+    real = share_rules.profiled_ms
+    monkeypatch.setattr(share_rules, "profiled_ms", lambda share: max(5.0, 50 * real(share)))
     opts = harness_options(shared_home, "cpu", timing=True)
     with EvalSession(resolve_problem("relu"), opts) as session:
         [result] = session.evaluate([write_case(tmp_path, CORRECT.name, CORRECT.source())])

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from kernelwright.harness.judge import judge_timing
+from kernelwright.harness.phases.context import apply
 from kernelwright.harness.result import EvalResult
 from kernelwright.harness.timing.stats import summarize
 from kernelwright.harness.verdicts import Reason, Verdict
+from kernelwright.harness.workers.messages import TimingReport
 
 
 def _fn(median_ms: float, hidden: str | None = None) -> dict[str, Any]:
@@ -22,8 +24,8 @@ def _fn(median_ms: float, hidden: str | None = None) -> dict[str, Any]:
 
 def _judge(**fns: dict[str, Any]) -> EvalResult:
     result = EvalResult(problem="relu", candidate="c.py", verdict=Verdict.CORRECT, message="correct on 7 trials")
-    judge_timing(result, {"result": {"fns": fns}, "compile_time_s": 1.0}, "cuda")
-    return result
+    report = TimingReport.model_validate({"result": {"fns": fns}, "compile_time_s": 1.0})
+    return apply(result, judge_timing(report))
 
 
 def test_clean_timing_reports_speedups() -> None:

@@ -11,7 +11,7 @@ evaluation fails the same way and reports it.
 Builds run beside evaluations, never beside their measurements. Every build worker is a `live`
 worker of this process, so `live.quiet` (a timing or profiling phase) stops it with everything
 it started. `live.quiet` stops the workers alive when it begins; a build starting during the
-phase would run beside it, so `_QuietWatch` tells when a phase is in force: no build starts
+phase would run beside it, so `QuietWatch` tells when a phase is in force: no build starts
 then, and one that started just as the phase began is stopped here until it ends. With `cores`,
 the builds (and the compilers they start) also run only on those cores, so the cores kept for
 judging never carry a build.
@@ -24,8 +24,6 @@ import functools
 import logging
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -38,12 +36,15 @@ from typing import Literal
 
 from kernelwright.errors import KernelwrightError
 from kernelwright.harness import capacity, judge
+from kernelwright.harness.building.link import broker_link
+from kernelwright.harness.building.quiet_watch import QuietWatch
 from kernelwright.harness.checks.static.analysis import analyze_candidate
 from kernelwright.harness.options import EvalOptions
 from kernelwright.harness.sandbox import scratch
-from kernelwright.harness.sandbox.isolation import MODE_VAR
 from kernelwright.harness.workers import live
-from kernelwright.harness.workers.jobs import WorkerJob
+from kernelwright.harness.workers.client import CandidateClient
+from kernelwright.harness.workers.jobs import WorkerJob, worker_env
+from kernelwright.harness.workers.messages import BuildReport
 from kernelwright.harness.workers.process import WorkerProcess
 from kernelwright.problems import Problem
 from kernelwright.problems.candidate.cache import BuildCache
@@ -52,25 +53,6 @@ log = logging.getLogger(__name__)
 PREBUILD_NICE = 10  # builds ahead yield the CPU to the workers being started for judging
 
 Status = Literal["built", "cached", "failed", "skipped"]
-
-
-def worker_env(opts: EvalOptions) -> dict[str, str]:
-    """What the harness adds to a worker's scrubbed environment (`isolation.scrubbed_env`): the
-    same for a build ahead as for the evaluation's own workers (`session._Context.env`)."""
-    # Inductor's parallel-compile pool costs seconds to start and to tear down in every worker,
-    # and with a warm cache it compiles nothing: compile in-process unless the user chose otherwise.
-    env = {
-        "KERNELWRIGHT_WORKER": "1",
-        MODE_VAR: opts.sandbox,
-        "TORCHINDUCTOR_COMPILE_THREADS": os.environ.get("TORCHINDUCTOR_COMPILE_THREADS", "1"),
-    }
-    if opts.inductor_cache is not None:
-        env["TORCHINDUCTOR_CACHE_DIR"] = str(opts.inductor_cache)
-        if not os.environ.get("TRITON_CACHE_DIR"):
-            env["TRITON_CACHE_DIR"] = str(opts.inductor_cache / "triton")
-    if opts.device == "cpu" and opts.num_threads:
-        env["OMP_NUM_THREADS"] = str(opts.num_threads)
-    return env
 
 
 @dataclass(frozen=True)
@@ -88,69 +70,6 @@ class Prebuilt:
 class _Item:
     problem_path: Path
     candidate: Path
-
-
-class _QuietWatch:
-    """Whether `live.quiet` is in force in this process: a sleeping stand-in process registered
-    with `live`, which a quiet phase stops like every other worker. While it is stopped no build
-    starts (`wait_loud`), and a build worker that the phase missed (started after it listed the
-    live workers) is stopped here until the phase ends. The stand-in exits with this process."""
-
-    POLL_S = 0.02
-
-    def __init__(self, running: Callable[[], list[WorkerProcess]]) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", "import sys; sys.stdin.read()"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        self.pid = self.proc.pid
-        live.add(self)
-        self._running = running
-        self._held: set[int] = set()  # the build workers held here
-        self._stopped: list[int] = []  # every process stopped with them (`live.stop_trees`), to continue
-        self._ended = threading.Event()
-        self._thread = threading.Thread(target=self._hold_while_quiet, daemon=True, name="prebuild-quiet-watch")
-        self._thread.start()
-
-    def quiet(self) -> bool:
-        try:
-            stat = Path(f"/proc/{self.pid}/stat").read_text()
-        except OSError:
-            return False  # gone (an interrupt ended it): nothing to tell any more
-        return stat[stat.rfind(")") + 2 :][:1] in ("T", "t")
-
-    def wait_loud(self, give_up: Callable[[], bool]) -> None:
-        while not give_up() and self.quiet():
-            time.sleep(self.POLL_S)
-
-    def _hold_while_quiet(self) -> None:
-        while not self._ended.wait(self.POLL_S):
-            if self.quiet():
-                late = [w.pid for w in self._running() if w.pid not in self._held and w.proc.returncode is None]
-                if late:
-                    self._held.update(late)
-                    live.stop_trees(late, into=self._stopped)
-            elif self._held:
-                self._release()
-
-    def _release(self) -> None:
-        stopped, self._stopped = self._stopped, []
-        live.cont(stopped)
-        self._held.clear()
-
-    def kill(self) -> None:
-        self._ended.set()
-        if self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
-        self._release()
-        if self.proc.poll() is None:
-            self.proc.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=10)
-        live.discard(self)
 
 
 class Prebuilder:
@@ -191,7 +110,7 @@ class Prebuilder:
         )
         scratch.claim(Path(self._tmp.name))
         # Now, not at the first build: a measurement that begins later stops it and is seen.
-        self._watch: _QuietWatch | None = _QuietWatch(self._workers)
+        self._watch: QuietWatch | None = QuietWatch(self._workers)
 
     # ---- the caller's side ----------------------------------------------------------------
 
@@ -382,19 +301,8 @@ class Prebuilder:
         assert self._tmp is not None
         folder = Path(self._tmp.name) / f"build-{n}"
         folder.mkdir(parents=True, exist_ok=True)
-        job = WorkerJob(
-            mode="build",
-            problem_path=item.problem_path,
-            candidate_path=item.candidate,
-            size=self.opts.size,
-            device=self.opts.device,
-            weight_seed=self.opts.weight_seed,
-            out_dir=folder,
-            build_cache=self.opts.build_cache,
-            num_threads=self.opts.num_threads,
-            timing=self.opts.timing_plan if self.opts.timing else None,  # as the evaluation's own build job
-            baselines=list(self.opts.baselines),
-        )
+        # the evaluation's own build job (`WorkerJob.from_options`)
+        job = WorkerJob.from_options(self.opts, "build", item.problem_path, folder, candidate=item.candidate)
         start = time.monotonic()
         try:
             return self._run(item, job, folder, start)
@@ -403,7 +311,7 @@ class Prebuilder:
 
     def _run(self, item: _Item, job: WorkerJob, folder: Path, start: float) -> Prebuilt:
         try:
-            worker = WorkerProcess(job, folder / "job.json", folder / "build.log", self._env)
+            worker = WorkerProcess(job, folder / "job.json", folder / "build.log", self._env, broker_link)
         except KeyboardInterrupt:  # an interrupt: no new worker starts
             return Prebuilt(item.candidate, "skipped", detail="interrupted")
         except KernelwrightError as exc:  # e.g. strict sandboxing this machine cannot give
@@ -414,7 +322,7 @@ class Prebuilder:
         try:
             if closed:
                 return Prebuilt(item.candidate, "skipped", detail="closed")
-            outcome = worker.expect("build", self.opts.build_timeout_s)
+            reply = CandidateClient(worker).build(self.opts.build_timeout_s)
         except KeyboardInterrupt:
             return Prebuilt(item.candidate, "skipped", detail="interrupted")
         except KernelwrightError as exc:
@@ -424,10 +332,10 @@ class Prebuilder:
         seconds = time.monotonic() - start
         if self._stopping():
             return Prebuilt(item.candidate, "skipped", seconds, "closed while building")
-        data = outcome.message.data if outcome.message is not None else {}
-        if not (outcome.ok and data.get("ok")):
-            detail = str(data.get("detail") or outcome.detail or "no result").strip()
+        report = reply.report or BuildReport()  # none, or unreadable: as a report that says nothing
+        if not (reply.ok and report.ok):
+            detail = (report.detail or reply.outcome.detail or "no result").strip()
             return Prebuilt(item.candidate, "failed", seconds, detail.splitlines()[-1] if detail else "")
-        builds = data.get("builds") or []
-        cached = bool(builds) and all(b.get("cached") for b in builds)
+        builds = report.builds
+        cached = bool(builds) and all(b.cached for b in builds)
         return Prebuilt(item.candidate, "cached" if cached else "built", seconds)

@@ -17,8 +17,8 @@ from typing import Any
 
 import torch
 
-from kernelwright.harness.building.recorder import REGION_PREFIX
-from kernelwright.harness.building.symbols import KernelMatcher
+from kernelwright.harness.checks.recorder import REGION_PREFIX
+from kernelwright.harness.checks.symbols import KernelMatcher
 from kernelwright.harness.checks.torch_ops import NOT_WORK_KERNEL_MARKERS, PROFILED_NOT_WORK
 from kernelwright.harness.timing.timers import MISSING, WATCHED_TIMERS, resolve_attribute
 from kernelwright.harness.verdicts import Reason

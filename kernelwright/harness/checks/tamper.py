@@ -8,7 +8,7 @@ function and class attribute of the harness modules loaded in the worker, the gl
 hooks and the mode stacks; `harness_changes` names what differs later. An adversary in the same
 process can always restore what it replaced before a snapshot is compared: this makes tampering
 evident in the common case, and the reference's process re-checks the outputs that were measured
-(`oracle.py`), which the candidate cannot reach.
+(`workers/reference.py`), which the candidate cannot reach.
 """
 
 from __future__ import annotations
@@ -23,14 +23,16 @@ from kernelwright.harness.verdicts import Reason
 # Modules whose functions and classes a candidate must not replace (those loaded are watched).
 WATCHED_MODULES = (
     "kernelwright.harness.workers.main",
+    "kernelwright.harness.workers.candidate",
     "kernelwright.harness.workers.jobs",
+    "kernelwright.harness.workers.messages",
     "kernelwright.harness.timing.timers",
     "kernelwright.harness.timing.run",
     "kernelwright.harness.timing.stats",
     "kernelwright.harness.checks.dynamic",
     "kernelwright.harness.checks.tamper",
     "kernelwright.harness.fuzz",
-    "kernelwright.harness.building.recorder",
+    "kernelwright.harness.checks.recorder",
     "kernelwright.harness.outputs",
     "kernelwright.harness.cuda_ipc",
     "torch.serialization",

@@ -25,7 +25,7 @@ from kernelwright.harness.sandbox.isolation import MODE_VAR, SandboxMode, looks_
 ISOLATION_FILE = "isolation.json"
 
 
-def wrapper_argv(scratch: Path, mode: SandboxMode = "best-effort") -> list[str]:
+def wrapper_argv(scratch: Path, mode: SandboxMode = SandboxMode.BEST_EFFORT) -> list[str]:
     """The argv prefix that runs a command confined with `scratch` as its only writable folder."""
     return [sys.executable, "-m", "kernelwright.harness.sandbox.confined_exec", str(scratch), mode, "--"]
 
@@ -37,7 +37,7 @@ def main(argv: list[str]) -> int:
     from kernelwright.harness.sandbox import confine
 
     scratch, command = Path(argv[1]), argv[4:]
-    mode: SandboxMode = "strict" if argv[2] == "strict" else "best-effort"
+    mode = SandboxMode.STRICT if argv[2] == "strict" else SandboxMode.BEST_EFFORT
     for name in [k for k in os.environ if looks_secret(k)]:
         del os.environ[name]
     home, tmp = scratch / "home", scratch / "tmp"

@@ -6,20 +6,38 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
 from kernelwright.harness.fuzz import draw_inputs
-from kernelwright.harness.options import TrialPlan
-from kernelwright.harness.timing.timers import CpuTimer, CudaEventTimer, time_interleaved, timer_functions_intact
-from kernelwright.harness.workers.jobs import WorkerJob
+from kernelwright.harness.options import TimingPlan, TrialPlan
+from kernelwright.harness.timing.timers import (
+    CpuTimer,
+    CudaEventTimer,
+    InterleavedResult,
+    time_interleaved,
+    timer_functions_intact,
+)
 from kernelwright.problems.instance import ProblemInstance
 
 _urandom = os.urandom  # captured before any candidate is imported
 _perf_counter = time.perf_counter
+
+
+class TimingJob(Protocol):
+    """What timing needs of a worker's job (`workers.jobs.WorkerJob` is one)."""
+
+    @property
+    def device(self) -> str: ...
+    @property
+    def weight_seed(self) -> int: ...
+    @property
+    def timing(self) -> TimingPlan | None: ...
+    @property
+    def baselines(self) -> Sequence[str]: ...
 
 
 def _fresh_seed() -> int:
@@ -38,7 +56,7 @@ class InputPool:
     candidate cannot predict them at import or in a warm-up call. Each set's seed is kept so the
     reference's process can redraw the very inputs of a sampled call."""
 
-    def __init__(self, job: WorkerJob, inst: ProblemInstance) -> None:
+    def __init__(self, job: TimingJob, inst: ProblemInstance) -> None:
         assert job.timing is not None
         self.job, self.inst = job, inst
         self.meta = inst.problem.meta
@@ -70,7 +88,7 @@ class Baselines:
     seconds: float = 0.0
 
 
-def prepare_baselines(job: WorkerJob, inst: ProblemInstance) -> Baselines:
+def prepare_baselines(job: TimingJob, inst: ProblemInstance) -> Baselines:
     """The reference model (eager) and its torch.compile'd forms, compiled and run once, and the
     rotating input sets. Run in the candidate's worker before the candidate is imported, so the
     candidate cannot influence how the baselines are built."""
@@ -126,9 +144,23 @@ class OutputSample:
                 self.kept[slot] = entry
 
 
+@dataclass(frozen=True)
+class CandidateTiming:
+    """The timing run's figures (the worker adds its extension counts and sends `TimingReport`)."""
+
+    result: InterleavedResult
+    compile_time_s: float | None
+    prepare_s: float
+    input_sets: int
+    patched_timers: list[str]
+    sampled_calls: int
+    candidate_host_s: float
+    candidate_calls: int
+
+
 def time_candidate(
-    job: WorkerJob, candidate: torch.nn.Module, baselines: Baselines, samples: int = 0
-) -> tuple[dict[str, Any], list[tuple[TrialPlan, Any]]]:
+    job: TimingJob, candidate: torch.nn.Module, baselines: Baselines, samples: int = 0
+) -> tuple[CandidateTiming, list[tuple[TrialPlan, Any]]]:
     """Time the candidate interleaved with the prepared baselines on the same input sets, redrawn
     before every batch; also returns `samples` of the candidate's timed outputs (with the plans of
     their inputs) for the reference's process to check."""
@@ -162,17 +194,17 @@ def time_candidate(
         after_call=sample,
     )
     patched = timer_functions_intact()
-    report = {
-        "result": result.model_dump(mode="json"),
-        "compile_time_s": baselines.compile_time_s,
-        "prepare_s": baselines.seconds,
-        "input_sets": pool.count,
-        "patched_timers": patched,
-        "sampled_calls": sample.seen,
-        "candidate_host_s": host[0],
-        "candidate_calls": host[1],
-    }
-    return report, sample.kept
+    figures = CandidateTiming(
+        result=result,
+        compile_time_s=baselines.compile_time_s,
+        prepare_s=baselines.seconds,
+        input_sets=pool.count,
+        patched_timers=patched,
+        sampled_calls=sample.seen,
+        candidate_host_s=host[0],
+        candidate_calls=int(host[1]),
+    )
+    return figures, sample.kept
 
 
 SPACER_CAP_MS = 50.0
@@ -193,7 +225,7 @@ def _spacer(ms: float) -> Callable[[Any], None]:
     return spin
 
 
-def time_baselines(job: WorkerJob, baselines: Baselines, spacer_ms: float = 0.0) -> dict[str, dict[str, float]]:
+def time_baselines(job: TimingJob, baselines: Baselines, spacer_ms: float = 0.0) -> dict[str, dict[str, float]]:
     """The `prepare_baselines` baselines timed as the candidate's worker times them, in a process
     that never ran candidate code (the reference's): the figures a candidate's process must agree
     with. With `spacer_ms`, a busy stand-in of that length is interleaved with them where the

@@ -1,13 +1,17 @@
-"""The messages between the harness and its worker processes (a job file in, JSON lines out)."""
+"""What the harness gives its worker processes: a job file and an environment at start, then
+requests on stdin; and the JSON line every message back is (its data typed in `messages.py`)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from kernelwright.harness.options import TimingPlan, TrialPlan
+from kernelwright.harness.options import EvalOptions, TimingPlan, TrialPlan
+from kernelwright.harness.sandbox.isolation import MODE_VAR
+from kernelwright.vocabulary import Device, Size
 
 # In a candidate's worker: "request_fd,reply_fd", the pipes to the harness's trusted build step
 # (`harness/building/broker.py`), which alone writes the shared build cache.
@@ -18,8 +22,8 @@ class WorkerJob(BaseModel):
     mode: Literal["reference", "candidate", "build"]
     problem_path: Path
     candidate_path: Path | None = None
-    size: Literal["default", "small"] = "default"
-    device: Literal["cpu", "cuda"] = "cpu"
+    size: Size = Size.DEFAULT
+    device: Device = Device.CPU
     weight_seed: int = 42
     trials: list[TrialPlan] = Field(
         default_factory=list,
@@ -31,6 +35,53 @@ class WorkerJob(BaseModel):
     num_threads: int | None = None
     timing: TimingPlan | None = None
     baselines: list[str] = Field(default_factory=list, description="What the candidate is timed against.")
+
+    @classmethod
+    def from_options(
+        cls,
+        opts: EvalOptions,
+        mode: Literal["reference", "candidate", "build"],
+        problem_path: Path,
+        out_dir: Path,
+        *,
+        candidate: Path | None = None,
+        trials: list[TrialPlan] | None = None,
+    ) -> WorkerJob:
+        """The job of one worker of an evaluation with `opts` (a build ahead gets the same job as
+        the evaluation's own build)."""
+        return cls(
+            mode=mode,
+            problem_path=problem_path,
+            candidate_path=candidate,
+            size=opts.size,
+            device=opts.device,
+            weight_seed=opts.weight_seed,
+            trials=trials or [],
+            out_dir=out_dir,
+            build_cache=opts.build_cache,
+            num_threads=opts.num_threads,
+            timing=opts.timing_plan if opts.timing else None,
+            baselines=list(opts.baselines),
+        )
+
+
+def worker_env(opts: EvalOptions) -> dict[str, str]:
+    """What the harness adds to a worker's scrubbed environment (`isolation.scrubbed_env`): the
+    same for a build ahead as for the evaluation's own workers."""
+    # Inductor's parallel-compile pool costs seconds to start and to tear down in every worker,
+    # and with a warm cache it compiles nothing: compile in-process unless the user chose otherwise.
+    env = {
+        "KERNELWRIGHT_WORKER": "1",
+        MODE_VAR: opts.sandbox,
+        "TORCHINDUCTOR_COMPILE_THREADS": os.environ.get("TORCHINDUCTOR_COMPILE_THREADS", "1"),
+    }
+    if opts.inductor_cache is not None:
+        env["TORCHINDUCTOR_CACHE_DIR"] = str(opts.inductor_cache)
+        if not os.environ.get("TRITON_CACHE_DIR"):
+            env["TRITON_CACHE_DIR"] = str(opts.inductor_cache / "triton")
+    if opts.device == "cpu" and opts.num_threads:
+        env["OMP_NUM_THREADS"] = str(opts.num_threads)
+    return env
 
 
 class CandidateAssignment(BaseModel):
@@ -50,6 +101,17 @@ class TrialRequest(BaseModel):
         description="Hand CUDA outputs over as memory handles (`cuda_ipc`) from this trial on, this one's and "
         "the profiled and timed calls' outputs too; otherwise as files of data.",
     )
+
+
+class CompareRequest(BaseModel):
+    """`compare JSON`, to the reference's worker: compare a candidate's output file (and its
+    repeat's) with the reference for `plan`."""
+
+    plan: TrialPlan
+    path: Path
+    repeat_path: Path | None = None
+    atol: float
+    rtol: float
 
 
 class WorkShareRequest(BaseModel):

@@ -16,6 +16,7 @@ for the judge; its log is read back through the harness's own descriptor and red
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import queue
 import signal
@@ -23,15 +24,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from kernelwright.errors import EnvironmentProblem
-from kernelwright.fastext import BUILD_TIMEOUT_S
-from kernelwright.harness.building.broker import BuildBroker, open_channel
 from kernelwright.harness.sandbox import confine
 from kernelwright.harness.sandbox.isolation import MODE_VAR, Isolation, redact, scrubbed_env
 from kernelwright.harness.verdicts import Reason
@@ -39,7 +39,28 @@ from kernelwright.harness.workers import live
 from kernelwright.harness.workers.jobs import WorkerJob, WorkerMessage
 from kernelwright.harness.workers.live import kill_tree
 
+log = logging.getLogger(__name__)
 CLOSE_GRACE_S = 0.05
+R = TypeVar("R", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class BuildLink:
+    """A worker's line to the harness's trusted build step (`harness/building/broker.py`): what
+    the child gets (its environment entries and descriptors), what starts serving it once the
+    child runs, and what ends it with the worker."""
+
+    env: dict[str, str]
+    child_fds: tuple[int, ...]
+    serve: Callable[[], None]
+    close: Callable[[], None]
+
+
+class BuildStep(Protocol):
+    """Opens a `BuildLink` for a worker that may build (every mode but the reference's): the
+    harness's build step, made by whoever starts the worker (`building.link.broker_link`)."""
+
+    def __call__(self, job: WorkerJob, env: dict[str, str]) -> BuildLink: ...
 
 
 _SIGNALS = {
@@ -65,6 +86,17 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return self.message is not None and self.message.event == "result"
+
+    def report(self, kind: type[R]) -> R | None:
+        """The message's data as `kind` (`messages.py`); None without a message, or when the data
+        does not validate (not a line the worker wrote: handled as a missing one)."""
+        if self.message is None:
+            return None
+        try:
+            return kind.model_validate(self.message.data)
+        except ValidationError as exc:
+            log.warning("a %s message from a worker did not validate as %s: %s", self.message.phase, kind.__name__, exc)
+            return None
 
 
 def classify_death(returncode: int | None, stderr_tail: str) -> tuple[Reason, str]:
@@ -113,7 +145,16 @@ def refuse_unless_isolated(mode: str, *, cuda: bool = False) -> None:
 class WorkerProcess:
     """One worker subprocess. `expect(phase, timeout)` waits for that phase's result."""
 
-    def __init__(self, job: WorkerJob, job_file: Path, log_file: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        job: WorkerJob,
+        job_file: Path,
+        log_file: Path,
+        env: dict[str, str] | None = None,
+        builds: BuildStep | None = None,
+    ) -> None:
+        """`builds`: the build step a worker that may build asks (without one, its builds stay in
+        its own scratch)."""
         if live.interrupted():
             raise KeyboardInterrupt("interrupted: no new worker starts")
         extra = dict(env or {})
@@ -135,12 +176,12 @@ class WorkerProcess:
         child_env["TORCH_EXTENSIONS_DIR"] = str(job.out_dir / "torch-extensions")
         child_env["CUDA_CACHE_PATH"] = str(job.out_dir / "cuda-cache")
         # Builds go to the harness's trusted build step: the worker may read the build cache, not write it.
-        self.broker: BuildBroker | None = None
+        self.builds: BuildLink | None = None
         child_fds: tuple[int, ...] = ()
-        if job.mode != "reference":
-            self.broker = BuildBroker(job.build_cache, extra, timeout_s=BUILD_TIMEOUT_S, pausable=job.device == "cpu")
-            fds_env, child_fds, serve = open_channel(self.broker)
-            child_env.update(fds_env)
+        if job.mode != "reference" and builds is not None:
+            self.builds = builds(job, extra)
+            child_fds = self.builds.child_fds
+            child_env.update(self.builds.env)
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "kernelwright.harness.workers.main", str(job_file)],
@@ -154,8 +195,8 @@ class WorkerProcess:
         finally:
             for fd in child_fds:  # the worker's ends: ours would keep its pipes open after it exits
                 os.close(fd)
-        if self.broker is not None:
-            serve()
+        if self.builds is not None:
+            self.builds.serve()
         self.pid = self.proc.pid
         self._seq = 0  # the last message number seen from the worker
         self.forged: str | None = None  # why the channel's sequence broke, if it did
@@ -286,8 +327,8 @@ class WorkerProcess:
         """End the worker and everything it started (compilers included, and the builds it asked
         the harness for). Only while the worker is not yet reaped: after that its pid may belong to
         someone else."""
-        if self.broker is not None:
-            self.broker.close()
+        if self.builds is not None:
+            self.builds.close()
         if self.proc.poll() is None:
             kill_tree(self.proc.pid)
         with contextlib.suppress(subprocess.TimeoutExpired):

@@ -29,32 +29,34 @@ never runs candidate code.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import BaseModel
-
+from kernelwright.harness.capacity import available_memory
 from kernelwright.harness.options import TrialPlan
-from kernelwright.harness.workers.jobs import WorkerJob
+from kernelwright.harness.verdicts import Reason
+from kernelwright.harness.workers.jobs import CompareRequest, WorkerJob
+from kernelwright.harness.workers.messages import (
+    BaselinesReport,
+    CleanFigures,
+    CompareReport,
+    PrepareReport,
+    ReferenceReport,
+    ReferenceTrial,
+    Report,
+)
 
 
 class Channel(Protocol):
-    """The worker's protocol channel (`worker.Channel`)."""
+    """The worker's protocol channel (`main.Channel`)."""
 
     def send(self, event: str, phase: str, **data: Any) -> None: ...
+
+    def report(self, phase: str, report: Report) -> None: ...
 
     def wait_command(self) -> str: ...
 
 
 CACHE_SHARE = 0.25  # of the device's free memory (or the host's available memory) for held outputs
-
-
-class CompareRequest(BaseModel):
-    plan: TrialPlan
-    path: Path
-    repeat_path: Path | None = None
-    atol: float
-    rtol: float
 
 
 def _nbytes(output: Any) -> int:
@@ -82,8 +84,6 @@ def _budget(device: str) -> int:
     if device == "cuda":
         free, _ = torch.cuda.mem_get_info()
         return int(free * CACHE_SHARE)
-    from kernelwright.harness.capacity import available_memory
-
     return int((available_memory() or 2 << 30) * CACHE_SHARE)
 
 
@@ -133,18 +133,18 @@ class Oracle:
         roundoff = roundoff_of(self.model, inputs, output) if self.problem.meta.dtype == "float32" else None
         return output, roundoff, ms, _shapes(inputs)
 
-    def run_trials(self) -> list[dict[str, Any]]:
+    def run_trials(self) -> list[ReferenceTrial]:
         records = []
         for plan in self.job.trials:
-            record: dict[str, Any] = {"index": plan.index}
             try:
                 output, roundoff, ms, shapes = self.reference(plan)
             except Exception as exc:  # the reference may not accept strided inputs: skip that trial
                 if plan.contiguous:
                     raise
-                record |= {"status": "skipped", "detail": f"the reference rejects non-contiguous inputs: {exc}"}
+                detail = f"the reference rejects non-contiguous inputs: {exc}"
+                record = ReferenceTrial(index=plan.index, status="skipped", detail=detail)
             else:
-                record |= {"status": "ok", "shapes": shapes, "roundoff": roundoff, "ms": ms}
+                record = ReferenceTrial(index=plan.index, status="ok", shapes=shapes, roundoff=roundoff, ms=ms)
                 size = _nbytes(output)
                 if self.used + size <= self.budget:
                     self.held[plan.index] = (output, roundoff)
@@ -159,7 +159,7 @@ class Oracle:
         output, roundoff, _, _ = self.reference(plan)
         return output, roundoff
 
-    def compare(self, request: CompareRequest) -> dict[str, Any]:
+    def compare(self, request: CompareRequest) -> CompareReport:
         from kernelwright.harness.cuda_ipc import IpcError
         from kernelwright.harness.fuzz import compare_outputs, is_constant
         from kernelwright.harness.outputs import load_output
@@ -175,35 +175,32 @@ class Oracle:
             )
         except IpcError as exc:  # not here, or a forged handle: the harness goes on with files
             detail = f"its output could not be opened as CUDA memory handles: {exc}"
-            return {"passed": False, "reason": "output_mismatch", "detail": detail, "ipc_unavailable": str(exc)}
+            return CompareReport(reason=Reason.OUTPUT_MISMATCH, detail=detail, ipc_unavailable=str(exc))
         if unreadable is not None:
-            return {"passed": False, "reason": "output_mismatch", "detail": unreadable}
+            return CompareReport(reason=Reason.OUTPUT_MISMATCH, detail=unreadable)
         expected, roundoff = self.expected(request.plan)
         cmp = compare_outputs(expected, got, request.atol, request.rtol, roundoff)
-        answer: dict[str, Any] = {
-            "passed": cmp.passed,
-            "reason": cmp.reason.value if cmp.reason else None,
-            "detail": cmp.detail,
-            "max_abs_error": cmp.max_abs_error,
-            "max_rel_error": cmp.max_rel_error,
-            "mismatch_fraction": cmp.mismatch_fraction,
-            "first_mismatches": [list(i) for i in cmp.first_mismatches],
-            "constant_candidate": is_constant(got),
-            "constant_reference": is_constant(expected),
-        }
+        answer = CompareReport(
+            passed=cmp.passed,
+            reason=cmp.reason,
+            detail=cmp.detail,
+            max_abs_error=cmp.max_abs_error,
+            max_rel_error=cmp.max_rel_error,
+            mismatch_fraction=cmp.mismatch_fraction,
+            first_mismatches=[list(i) for i in cmp.first_mismatches],
+            constant_candidate=is_constant(got),
+            constant_reference=is_constant(expected),
+        )
         if cmp.passed and request.repeat_path is not None:
             if unreadable_second is not None:
-                answer |= {"passed": False, "reason": "output_mismatch", "detail": unreadable_second}
+                answer.passed, answer.reason, answer.detail = False, Reason.OUTPUT_MISMATCH, unreadable_second
             else:
                 again = compare_outputs(got, second, request.atol, request.rtol, roundoff)
                 if not again.passed:
-                    answer |= {
-                        "passed": False,
-                        "reason": "nondeterministic",
-                        "detail": f"two runs on the same inputs differ: {again.detail}",
-                    }
-        answer["seconds"] = time.perf_counter() - start
-        answer["handed_over"] = counts.get("ipc", 0)
+                    answer.passed, answer.reason = False, Reason.NONDETERMINISTIC
+                    answer.detail = f"two runs on the same inputs differ: {again.detail}"
+        answer.seconds = time.perf_counter() - start
+        answer.handed_over = counts.get("ipc", 0)
         return answer
 
 
@@ -224,25 +221,28 @@ def serve(job: WorkerJob, chan: Channel) -> None:
     chan.send("phase", "reference")
     disable_tf32()
     oracle = Oracle(job)
-    chan.send("result", "reference", trials=oracle.run_trials(), held=len(oracle.held))
+    trials = oracle.run_trials()
+    chan.report("reference", ReferenceReport(trials=trials, held=len(oracle.held)))
     prepared = None  # the baselines, once made (`prepare`), kept for the session
     while True:
         command, _, argument = chan.wait_command().partition(" ")
         if command == "compare":
             chan.send("phase", "compare")
-            chan.send("result", "compare", **oracle.compare(CompareRequest.model_validate_json(argument)))
+            chan.report("compare", oracle.compare(CompareRequest.model_validate_json(argument)))
         elif command == "prepare":
             from kernelwright.harness.timing.run import prepare_baselines
 
             chan.send("phase", "prepare")
             prepared = prepare_baselines(job, oracle.inst)
-            chan.send("result", "prepare", seconds=prepared.seconds, compile_time_s=prepared.compile_time_s)
+            chan.report("prepare", PrepareReport(seconds=prepared.seconds, compile_time_s=prepared.compile_time_s))
         elif command == "baselines":
             from kernelwright.harness.timing.run import prepare_baselines, time_baselines
 
             chan.send("phase", "baselines")
             spacer = float(argument or 0.0)
             made = prepared if prepared is not None else prepare_baselines(job, oracle.inst)  # not kept
-            chan.send("result", "baselines", times=time_baselines(job, made, spacer_ms=spacer))
+            times = time_baselines(job, made, spacer_ms=spacer)
+            report = BaselinesReport(times={name: CleanFigures(**figures) for name, figures in times.items()})
+            chan.report("baselines", report)
         else:
             return

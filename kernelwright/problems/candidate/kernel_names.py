@@ -1,5 +1,5 @@
 """One spelling of GPU kernel names, for everything that decides which kernels are a candidate's
-own: the harness's work-share check (`harness/building/symbols.py`) and the profiler's ownership of
+own: the harness's work-share check (`harness/checks/symbols.py`) and the profiler's ownership of
 an Nsight Compute report (`profiler/ownership.py`). Names are matched exactly or by function name,
 never by substring, and a kernel in PyTorch's namespaces is never a candidate's.
 """

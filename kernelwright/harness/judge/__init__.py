@@ -1,0 +1,62 @@
+"""Turning worker reports into a verdict: the rules a sceptical kernel engineer would apply.
+
+Every rule is a pure function: typed reports (`workers/messages.py`) and the candidate's static
+analysis in, a `Decision` out (or None: nothing to decide); the phases (`harness/phases/`) apply
+decisions to the result. `correctness.py`: before and during the trials; `work_share.py`: whose
+kernels did the work, and whether the profiled calls are the timed ones; `timing.py`: speedups
+and the baselines' cross-check.
+"""
+
+from kernelwright.harness.judge.correctness import (
+    build_failure,
+    forged_channel,
+    judge_measured_outputs,
+    judge_sandbox,
+    judge_trials,
+    needs_comparison,
+    raised,
+    run_failure,
+    static_rejection,
+    static_rejection_verdict,
+    trial_result,
+    unreadable_report,
+)
+from kernelwright.harness.judge.decision import Decision, PhaseEnd, ending
+from kernelwright.harness.judge.timing import (
+    disagreeing_baselines,
+    judge_baselines,
+    judge_timing,
+    slowed_baselines,
+)
+from kernelwright.harness.judge.work_share import (
+    judge_profile_consistency,
+    judge_work_share,
+    profile_slower_than_timed,
+    profiled_ms,
+)
+
+__all__ = [
+    "Decision",
+    "PhaseEnd",
+    "build_failure",
+    "disagreeing_baselines",
+    "ending",
+    "forged_channel",
+    "judge_baselines",
+    "judge_measured_outputs",
+    "judge_profile_consistency",
+    "judge_sandbox",
+    "judge_timing",
+    "judge_trials",
+    "judge_work_share",
+    "needs_comparison",
+    "profile_slower_than_timed",
+    "profiled_ms",
+    "raised",
+    "run_failure",
+    "slowed_baselines",
+    "static_rejection",
+    "static_rejection_verdict",
+    "trial_result",
+    "unreadable_report",
+]

@@ -1,0 +1,123 @@
+"""The timing rules: the timing report turned into figures and speedups (or a rejection: patched
+timers, work hidden from the timer), and the baselines timed beside the candidate checked
+against the same baselines timed in the reference's process, which never ran candidate code."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from kernelwright.harness.judge.decision import Decision, ending
+from kernelwright.harness.result import Flag
+from kernelwright.harness.timing.stats import Speedup, TimingStats, speedup
+from kernelwright.harness.verdicts import Reason, Verdict
+from kernelwright.harness.workers.messages import CleanFigures, TimingReport
+
+# A baseline timed in the candidate's process this much slower than in the clean process, plus a
+# margin, and outside both confidence intervals, disagrees with it. The margin: a launch-bound
+# baseline of a few microseconds is timed differently when interleaved with a candidate than
+# alone (seen on an H100: eager relu 64x1024 at 9.8 us beside an honest candidate, 4.4 us alone).
+BASELINE_SLOWDOWN = 1.5
+BASELINE_MARGIN_MS = 0.02
+
+Clean = Mapping[str, CleanFigures]  # the baselines' figures from the reference's process
+
+
+def judge_timing(report: TimingReport) -> Decision:
+    """The timings, speedups and flags of a timing run, or its rejection."""
+    for code, message in report.rejections:
+        return ending(Verdict.REJECTED, Reason(code), message)
+    if report.patched_timers:
+        message = f"timing functions were replaced: {', '.join(report.patched_timers)}"
+        return ending(Verdict.REJECTED, Reason.PATCHED_TIMER, message)
+    timed = report.result.fns
+    timings: dict[str, TimingStats] = {}
+    walls: dict[str, float] = {}
+    flags: list[Flag] = []
+    for name, fn in timed.items():
+        timings[name] = fn.stats
+        if fn.wall_median_ms is not None:
+            walls[name] = fn.wall_median_ms
+        if not fn.converged:
+            flags.append(
+                Flag(
+                    code="not_converged",
+                    message=f"{name}: timing stopped at its cap before the median's CI reached the target",
+                )
+            )
+    cand = timings["candidate"]
+    speedups: dict[str, Speedup] = {name: speedup(name, s, cand) for name, s in timings.items() if name != "candidate"}
+    updates: dict[str, object] = {"timings": timings, "wall_median_ms": walls, "compile_time_s": report.compile_time_s}
+    hidden = timed["candidate"].hidden_work
+    busy = [name for name, fn in timed.items() if name != "candidate" and fn.hidden_work]
+    if hidden and busy:
+        # The baselines' synchronised calls were slowed too, and PyTorch's ops leave no hidden work: the
+        # device was shared (another process), or the candidate keeps it busy between calls. Either way
+        # no number from this run is trusted; the verdict from the correctness phase stands.
+        note = (
+            f"timing not trusted: the synchronised wall times of the candidate and of {', '.join(busy)} "
+            "were all far above their event times (another process on the GPU, or work left running "
+            "between calls); rerun on an idle GPU"
+        )
+        flags.append(Flag(code="device_contended", message=note))
+        return Decision(note=f"; {note}", flags=tuple(flags), updates={**updates, "speedups": {}})
+    for name in busy:  # a baseline alone: its event median is too low, so that speedup is understated
+        flags.append(Flag(code="baseline_wall_mismatch", message=f"{name}: {timed[name].hidden_work}"))
+    if hidden:  # the baselines timed beside it are then not trustworthy either: no speedup is reported
+        updates["speedups"] = {}
+        return Decision(Verdict.REJECTED, Reason.SIDE_STREAM, hidden, flags=tuple(flags), updates=updates)
+    parts = [f"{name} {s.ratio:.2f}x [{s.ci_low:.2f}, {s.ci_high:.2f}]" for name, s in speedups.items()]
+    note = f"; speedup vs {', '.join(parts)}" if parts else ""
+    return Decision(note=note, flags=tuple(flags), updates={**updates, "speedups": speedups})
+
+
+def disagreeing_baselines(timings: Mapping[str, TimingStats], clean: Clean) -> list[str]:
+    """Baselines timed beside the candidate far from the clean figures, slower or faster (an
+    intra-op thread pool on a loaded machine makes either process's eager erratic)."""
+    out = slowed_baselines(timings, clean)
+    for name, figures in clean.items():
+        beside = timings.get(name)
+        if beside is None or name in out:
+            continue
+        if figures.median_ms > BASELINE_SLOWDOWN * beside.median_ms + BASELINE_MARGIN_MS and (
+            figures.ci_low_ms > beside.ci_high_ms
+        ):
+            out.append(name)
+    return out
+
+
+def slowed_baselines(timings: Mapping[str, TimingStats], clean: Clean) -> list[str]:
+    """The baselines timed beside the candidate far slower than the clean process timed them."""
+    slowed = []
+    for name, figures in clean.items():
+        beside = timings.get(name)
+        if beside is None or figures.median_ms <= 0:
+            continue
+        limit = BASELINE_SLOWDOWN * figures.median_ms + BASELINE_MARGIN_MS
+        if beside.median_ms > limit and beside.ci_low_ms > figures.ci_high_ms:
+            slowed.append(name)
+    return slowed
+
+
+def judge_baselines(
+    timings: Mapping[str, TimingStats], clean: Clean, slowed: Sequence[str], still_slowed: Sequence[str]
+) -> Decision:
+    """`slowed`: baselines slower beside the candidate than in the clean process; `still_slowed`:
+    those still slower when both were timed again (a second look beside the candidate, then the
+    clean process): only a slowdown that persists is the candidate's doing."""
+
+    def figures(names: Sequence[str]) -> str:
+        return ", ".join(
+            f"{n} {timings[n].median_ms:.4f} ms beside it, {clean[n].median_ms:.4f} ms clean" for n in names
+        )
+
+    if still_slowed:
+        message = (
+            f"the baselines ran slower in the candidate's process than in a clean one, both timed twice ({figures(still_slowed)}): "
+            "the candidate slowed them (a hook, a patch), which inflates its speedup"
+        )
+        return ending(Verdict.REJECTED, Reason.BASELINE_TAMPERED, message, clear_speedups=True)
+    note = (
+        f"speedups not reported: the baselines timed beside the candidate disagree with the session's clean times "
+        f"({figures(slowed)}), and not in a way timing again pinned on the candidate: the machine was busy"
+    )
+    return Decision(note=f"; {note}", flags=(Flag(code="baselines_disagree", message=note),), clear_speedups=True)

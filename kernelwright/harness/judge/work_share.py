@@ -1,0 +1,268 @@
+"""The work-share rules: whose kernels did the work on every shape profiled (the candidate's own,
+or PyTorch's library ops), on which streams, in which precision; and whether what was profiled
+is what was timed (a candidate that works less when not watched)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+
+from kernelwright.harness.checks.static.analysis import CandidateAnalysis
+from kernelwright.harness.judge.decision import Decision, ending
+from kernelwright.harness.result import Flag
+from kernelwright.harness.timing.stats import TimingStats
+from kernelwright.harness.verdicts import Reason, Verdict
+from kernelwright.harness.workers.messages import Share, TimingReport
+from kernelwright.problems.candidate.kernel_names import base_name
+
+# Library ops (aten, cuBLAS, cuDNN) inside the candidate's forward may take at most this share of
+# the reference's whole forward: more, and PyTorch is doing the main computation.
+MAX_LIBRARY_SHARE = 0.5
+# Policy engineering: the candidate's own kernels must take at least this share of one copy of the
+# output per call (an epilogue over a cuBLAS GEMM's output does; a kernel run on one element
+# beside PyTorch's op does not), or of the candidate's whole time, whichever is less.
+ENGINEERING_MIN_OUTPUT_PASS = 0.25
+ENGINEERING_MIN_OWN_SHARE = 0.05
+
+# A candidate whose timed calls are this much faster than the kernels the profiler saw per call
+# is doing something else when it is not watched (profiled device time excludes launch gaps and
+# runs with a warm L2, so an honest kernel is timed slower than profiled, not faster).
+PROFILE_MISMATCH_RATIO = 0.5
+PROFILE_MISMATCH_MIN_MS = {"cuda": 0.005, "cpu": 1.0}  # below this, profiler overhead dominates
+# The extension's calls per forward while timed must reach this share of those while profiled.
+PROFILE_OWN_SHARE_RATIO = 0.5
+# On the CPU: an extension function's fastest timed call must take at least this share of its
+# fastest profiled call (honest: about 1; the profiler's overhead on ATen ops the function calls
+# inside can lower it, which the absolute floor below absorbs)...
+OWN_WORK_RATIO = 0.25
+# ...judged only for functions whose fastest profiled call took this long, and only when the
+# work missing while timed is at least this much (below it, call overhead and timer noise)...
+OWN_WORK_MIN_S = 5e-6
+# ...after taking off the profiler's cost of each ATen op called inside (measured 1-3 us on a
+# loaded 2-core CPU; counted generously).
+PROFILER_OP_OVERHEAD_S = 10e-6
+
+
+def judge_work_share(
+    shares: Sequence[Share], analysis: CandidateAnalysis, policy: str, trials: int, flagged: Collection[str] = ()
+) -> Decision:
+    """Judge the work share on every shape profiled (the default shapes and each variant): the
+    worst one decides, so a fallback keyed on shape cannot hide behind the default inputs.
+    `trials`: how many trials it passed (for the message); `flagged`: the flag codes the result
+    has already.
+
+    `strict`: library ops may not take half the reference's time. `engineering`: they may do
+    part of the work, but on every shape the candidate's own kernels must take a quarter of one
+    copy of the output, or 5% of its profiled time if that is less (a kernel run on one element
+    beside a library call is not on the hot path); the library share is reported."""
+    flags: list[Flag] = []
+    library_share: float | None = None
+
+    def decided(verdict: Verdict | None = None, reason: Reason | None = None, message: str | None = None) -> Decision:
+        updates: dict[str, object] = {"policy": policy}
+        if library_share is not None:
+            updates["library_share"] = library_share
+        return Decision(verdict, reason, message, flags=tuple(flags), updates=updates)
+
+    if not shares or any(s.error is not None for s in shares):
+        why = next((s.error for s in shares if s.error is not None), "no data")
+        flags.append(Flag(code="work_share_unknown", message=f"could not profile the forward pass: {why}"))
+        return decided()
+    shares = [_count_not_work(share) for share in shares]
+    worst = shares[0]
+    for share in shares:
+        library, reference = share.library_ms, share.reference_ms
+        where = "" if share is shares[0] else f" (on shape variant {share.plan.variant})"
+        top = ", ".join(f"{name} {ms:.2f} ms" for name, ms in share.top_library_ops)
+        if analysis.backend in ("cpp", "cuda") and share.ext_calls == 0:
+            message = f"forward never called the candidate's extension{where}; the work was done by {top or 'PyTorch'}"
+            return decided(Verdict.REJECTED, Reason.KERNEL_NOT_LAUNCHED, message)
+        side = sorted(set(share.streams) - set(share.reference_streams))
+        if side and share.reference_streams:
+            message = (
+                f"the candidate's kernels ran on device stream(s) {side}{where}, where the reference's run on "
+                f"{sorted(share.reference_streams)} (the current stream): work on another stream escapes the timer"
+            )
+            return decided(Verdict.REJECTED, Reason.SIDE_STREAM, message)
+        disowned = share.disowned_kernels
+        seen = set(flagged) | {f.code for f in flags}
+        if disowned and "kernel_named_like_reference" not in seen:
+            flags.append(
+                Flag(
+                    code="kernel_named_like_reference",
+                    message=f"counted as library time: the reference launches kernels of the same name ({', '.join(disowned[:3])})",
+                )
+            )
+        if share.device == "cuda" and not share.own_kernels and analysis.backend in ("cuda", "triton"):
+            named = f" (named like the reference's: {', '.join(disowned[:3])})" if disowned else ""
+            message = (
+                f"none of the candidate's kernels ran on the GPU{where}{named}; the kernels that ran: {top or 'none'}"
+            )
+            return decided(Verdict.REJECTED, Reason.KERNEL_NOT_LAUNCHED, message)
+        low = _reduced_precision_kernels(share, analysis)
+        if low:
+            message = f"the candidate's kernel ran in reduced precision in a float32 problem{where}: {low[0]}"
+            return decided(Verdict.REJECTED, Reason.PRECISION_DOWNGRADE, message)
+        own = share.own_ms
+        share_of_library = library / (own + library) if own + library > 0 else 0.0
+        library_share = max(library_share or 0.0, share_of_library)
+        if policy == "engineering":
+            need = min(
+                ENGINEERING_MIN_OUTPUT_PASS * share.output_pass_ms,
+                ENGINEERING_MIN_OWN_SHARE * (own + library),
+            )
+            # On the CPU a call's fixed costs (the profiler's region, a loaded machine's wake-ups) can
+            # pass for work: what the extension's functions did at their fastest counts instead.
+            fastest = _own_work_at_fastest_ms(share) if share.device == "cpu" else None
+            own_work = min(own, fastest) if fastest is not None else own
+            if own + library > 0 and own_work < need:
+                message = (
+                    f"the candidate's own kernels took {own_work:.4f} ms per call{where}, less than policy engineering's "
+                    f"{need:.4f} ms (a quarter of one pass over the output, or 5% of its time): they are not on the "
+                    f"hot path; {top}"
+                )
+                return decided(Verdict.REJECTED, Reason.TORCH_FALLBACK, message)
+        elif reference > 0 and library >= MAX_LIBRARY_SHARE * reference:
+            message = (
+                f"PyTorch/library ops in the candidate took {library:.3f} ms, {library / reference:.0%} of the "
+                f"reference's whole forward ({reference:.3f} ms){where}: the main computation is not the candidate's own: {top}"
+            )
+            return decided(Verdict.REJECTED, Reason.TORCH_FALLBACK, message)
+        if reference > 0 and library / reference > worst.library_ms / max(worst.reference_ms, 1e-12):
+            worst = share
+    library, reference = worst.library_ms, worst.reference_ms
+    message = (
+        f"correct on {trials} trials; library ops took {library:.3f} ms against the "
+        f"reference's {reference:.3f} ms (the worst of {len(shares)} shapes profiled)"
+    )
+    if policy == "engineering" and library_share:
+        message += f"; library share {library_share:.0%} (policy engineering)"
+    return decided(message=message)
+
+
+def _own_work_at_fastest_ms(share: Share) -> float | None:
+    """Per forward, the time the extension's functions took at their fastest profiled call, times
+    their calls, less the profiler's cost of the ATen ops they called inside; None without data."""
+    fastest, calls, forwards = share.extension_fastest_s, share.ext_calls_by_function, share.forward_calls
+    if not fastest or not calls or forwards <= 0:
+        return None
+    seconds = sum(fastest.get(name, 0.0) * n for name, n in calls.items()) / forwards
+    overhead = PROFILER_OP_OVERHEAD_S * share.ops_inside_per_call
+    return max(0.0, seconds - overhead) * 1e3
+
+
+def _count_not_work(share: Share) -> Share:
+    """Fills, copies and views do no arithmetic and are left out of the library time, unless the
+    reference's forward is mostly such ops: then they are its work, and the candidate's count too
+    (a `.contiguous()` is no kernel for a problem whose whole job is a copy)."""
+    if share.reference_not_work_ms <= share.reference_ms:
+        return share
+    return share.model_copy(
+        update={
+            "library_ms": share.library_ms + share.not_work_ms,
+            "reference_ms": share.reference_ms + share.reference_not_work_ms,
+        }
+    )
+
+
+_HALF_SIGNATURE_WORDS = ("__half", "c10::Half", "__nv_bfloat16", "c10::BFloat16", "__nv_fp8", "half2")
+
+
+def _reduced_precision_kernels(share: Share, analysis: CandidateAnalysis) -> list[str]:
+    """Own kernels that ran with half/bf16/fp8 in their signature (template arguments included),
+    in a float32 problem: what runs decides, not what the source mentions."""
+    if not analysis.fp32:
+        return []
+
+    def signature(name: str) -> str:  # template arguments and parameters, not the kernel's own name
+        cut = [i for i in (name.find("<"), name.find("(")) if i >= 0]
+        return name[min(cut) :] if cut else ""
+
+    return [
+        name
+        for name in share.own_kernels
+        if base_name(name) in analysis.half_kernels or any(w in signature(name) for w in _HALF_SIGNATURE_WORDS)
+    ]
+
+
+def profiled_ms(share: Share) -> float:
+    """A work-share profile's time per call on its shapes (own kernels and library ops)."""
+    return share.own_ms + share.library_ms
+
+
+def profile_slower_than_timed(timings: Mapping[str, TimingStats], device: str, shares: Sequence[Share]) -> bool:
+    """Whether the timed median is under PROFILE_MISMATCH_RATIO of the profiled time per call on
+    the default shapes: what `judge_profile_consistency` rejects unless a second profile agrees
+    with the timing (the harness profiles once more before judging: a busy machine only slows a
+    profile down, while a candidate that works less when not watched is slower when profiled
+    every time)."""
+    cand = timings.get("candidate")
+    if cand is None or not shares or shares[0].error is not None:
+        return False
+    profiled = profiled_ms(shares[0])
+    return profiled >= PROFILE_MISMATCH_MIN_MS.get(device, 1.0) and cand.median_ms < PROFILE_MISMATCH_RATIO * profiled
+
+
+def judge_profile_consistency(
+    timings: Mapping[str, TimingStats], device: str, shares: Sequence[Share], timing: TimingReport | None = None
+) -> Decision | None:
+    """The candidate's timed median against its profiled time per call on the default shapes;
+    the extension's calls per forward, and on the CPU its functions' fastest calls, while timed
+    against while profiled. None when they agree."""
+    cand = timings.get("candidate")
+    if cand is None or not shares or shares[0].error is not None:
+        return None
+    if timing is not None:
+        skipped = _extension_skipped(shares[0], timing)
+        if skipped is not None:
+            return ending(Verdict.REJECTED, Reason.PROFILE_MISMATCH, skipped, clear_speedups=True)
+    why = _own_work_shrank(shares[0], timing) if device == "cpu" and timing is not None else None
+    if why is not None:
+        return ending(Verdict.REJECTED, Reason.PROFILE_MISMATCH, why, clear_speedups=True)
+    if not profile_slower_than_timed(timings, device, shares):
+        return None
+    profiled = profiled_ms(shares[0])
+    message = (
+        f"timed at {cand.median_ms:.4f} ms per call, but its profiled calls took {profiled:.4f} ms each: "
+        f"under {PROFILE_MISMATCH_RATIO:.0%} of what the profiler saw, so it does other work when not profiled"
+    )
+    return ending(Verdict.REJECTED, Reason.PROFILE_MISMATCH, message, clear_speedups=True)
+
+
+def _extension_skipped(share: Share, timing: TimingReport) -> str | None:
+    """The extension's calls are counted always: a candidate that called it k times per forward
+    while profiled and far fewer times while timed runs something else when not watched."""
+    profiled_calls, profiled_forwards = share.ext_calls, share.forward_calls
+    timed_calls, timed_forwards = timing.extension_calls, timing.candidate_calls
+    if profiled_calls <= 0 or profiled_forwards <= 0 or timed_forwards <= 0:
+        return None
+    profiled, timed = profiled_calls / profiled_forwards, timed_calls / timed_forwards
+    if timed >= PROFILE_OWN_SHARE_RATIO * profiled:
+        return None
+    return (
+        f"while profiled, each forward called the candidate's extension {profiled:.1f} times; while timed, "
+        f"{timed:.2f} times: it runs something else when not watched"
+    )
+
+
+def _own_work_shrank(share: Share, timing: TimingReport) -> str | None:
+    """On the CPU, the fastest call of each extension function while profiled against while timed
+    (the same clock, inside the function only, so profiler overhead around it does not count;
+    the fastest call is what a loaded machine cannot inflate). A function that did its work while
+    the profiler watched and much less of it when timed (a slice, a stub, not called at all) runs
+    something else when not watched. Returns why, or None."""
+    profiled, timed = share.extension_fastest_s, timing.extension_fastest_s
+    # ATen ops called inside the functions are recorded by the profiler, at a cost inside their clock
+    overhead = PROFILER_OP_OVERHEAD_S * share.ops_inside_per_call
+    for name, clocked in sorted(profiled.items(), key=lambda kv: -kv[1]):
+        seen = clocked - overhead
+        if seen < OWN_WORK_MIN_S:
+            continue  # too short to tell the work from the call's own overhead
+        now = timed.get(name)
+        if now is None:
+            return f"its extension function {name} took {seen * 1e3:.3f} ms per call while profiled and was never called while timed"
+        if now < OWN_WORK_RATIO * seen and seen - now >= OWN_WORK_MIN_S:
+            return (
+                f"its extension function {name} took at least {seen * 1e3:.3f} ms per call while profiled and as little as "
+                f"{now * 1e3:.4f} ms while timed: it does less of its own work when not watched"
+            )
+    return None

@@ -1,0 +1,55 @@
+"""The timing phase: the candidate timed against its baselines in its own process, everything
+else paused (`live.quiet`); then the baselines cross-checked against the clean ones, a sample
+of the timed calls' outputs checked against the reference, and the timing against the profile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernelwright.harness import judge
+from kernelwright.harness.judge import work_share as share_rules
+from kernelwright.harness.phases.context import Context, apply
+from kernelwright.harness.phases.cross_check import cross_check_baselines
+from kernelwright.harness.phases.work_share import profile_again
+from kernelwright.harness.result import EvalResult
+from kernelwright.harness.verdicts import Reason, Verdict
+from kernelwright.harness.workers import live
+from kernelwright.harness.workers.client import CandidateClient
+from kernelwright.harness.workers.jobs import WorkShareRequest
+from kernelwright.harness.workers.messages import Share
+from kernelwright.harness.workers.process import WorkerProcess
+
+TIMED_SAMPLES = 4  # outputs of timed calls (a uniform sample) checked against the reference
+
+
+def run_timing(
+    ctx: Context, worker: WorkerProcess, result: EvalResult, request: WorkShareRequest, shares: list[Share]
+) -> EvalResult:
+    """Time the candidate and judge what the timing shows; `request` and `shares` are the work
+    share's (profiled again here when the timing is too fast for that profile)."""
+    with live.quiet(keep=worker) as paused:  # builds and the spare worker wait: quiet cores, quiet device
+        reply = CandidateClient(worker).timing(TIMED_SAMPLES, ctx.timing_limit_s())
+    result.limits["workers_paused_while_timing"] = float(paused)
+    result.phase_seconds["timing"] = reply.outcome.seconds
+    early = judge.run_failure(reply.outcome, Reason.TIMING_TIMEOUT)
+    if early is None and reply.report is None:
+        early = judge.unreadable_report("timing")
+    if early is not None:
+        return apply(result, early)
+    report = reply.report
+    assert report is not None
+    apply(result, judge.judge_timing(report))
+    if result.verdict == Verdict.CORRECT and result.speedups:
+        cross_check_baselines(ctx, worker, result)
+    checks = [ctx.compare(item.plan, Path(item.file)) for item in report.timed_outputs]
+    result.limits["timed_outputs_checked"] = float(len(checks))
+    if result.verdict != Verdict.CORRECT:
+        return result
+    mismatch = judge.judge_measured_outputs(checks, Reason.TIMED_OUTPUT_MISMATCH, "the timed calls (fresh inputs)")
+    if mismatch is not None:
+        return apply(result, mismatch)
+    if share_rules.profile_slower_than_timed(result.timings, result.device, shares):
+        shares = profile_again(ctx, worker, result, request, shares)
+    if result.verdict == Verdict.CORRECT:
+        apply(result, share_rules.judge_profile_consistency(result.timings, result.device, shares, report))
+    return result

@@ -1,0 +1,123 @@
+"""The work-share phase: which kernels are the candidate's (read from the libraries it built),
+then a profile on the default shapes and on one trial of every shape variant, whose outputs are
+checked like any other; and, when the timing later looks too fast for that profile, the default
+shapes profiled once more."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernelwright.harness import judge
+from kernelwright.harness.checks.static.analysis import CandidateAnalysis
+from kernelwright.harness.checks.symbols import own_kernels
+from kernelwright.harness.judge import work_share as share_rules
+from kernelwright.harness.options import TrialPlan
+from kernelwright.harness.phases.context import Context, apply
+from kernelwright.harness.result import EvalResult, Flag
+from kernelwright.harness.verdicts import Reason, Verdict
+from kernelwright.harness.workers import live
+from kernelwright.harness.workers.client import CandidateClient, Reply
+from kernelwright.harness.workers.jobs import WorkShareRequest
+from kernelwright.harness.workers.messages import BuildRecord, Share, WorkShareReport
+from kernelwright.harness.workers.process import WorkerProcess
+
+
+def ownership(
+    ctx: Context, result: EvalResult, builds: list[BuildRecord], analysis: CandidateAnalysis
+) -> WorkShareRequest:
+    """Which kernels are the candidate's: its CUDA kernels read from the libraries it built (read
+    here, not in the worker the candidate runs in), its Triton kernels by name. When a library
+    cannot be read, the source's kernel names stand in, and the result says so."""
+    libraries = [Path(b.library) for b in builds if b.library]
+    found = own_kernels(libraries, ctx.opts.build_cache) if ctx.opts.device == "cuda" else None
+    request = WorkShareRequest(plans=[], own_names=list(analysis.triton_kernels))
+    if found is not None and found.read:
+        request.own_exact = list(found.names)
+    else:
+        request.own_names += list(analysis.cuda_kernels)
+        if found is not None:
+            result.flags.append(Flag(code="own_kernels_from_source", message=found.note))
+    if found is not None and found.excluded:
+        names = ", ".join(found.excluded[:3])
+        result.flags.append(
+            Flag(
+                code="kernel_in_torch_namespace", message=f"kernels in PyTorch's namespaces never count as own: {names}"
+            )
+        )
+    return request
+
+
+def run_work_share(
+    ctx: Context, worker: WorkerProcess, result: EvalResult, request: WorkShareRequest, analysis: CandidateAnalysis
+) -> list[Share]:
+    """Profile on the default shapes and on one trial of every shape variant; the outputs of the
+    profiled calls are checked like any other. The shares profiled (none when it ended here)."""
+    firsts: dict[int | None, TrialPlan] = {}
+    for plan in ctx.trials:
+        if plan.contiguous and plan.index not in ctx.skipped_trials():
+            firsts.setdefault(plan.variant, plan)
+    plans = list(firsts.values())
+    request.plans = plans
+    limit = max(ctx.opts.run_timeout_s, 40 * len(plans) * ctx.call_limit_s())
+    reply = profile(worker, request, min(limit, 4 * ctx.opts.run_timeout_s))
+    result.phase_seconds["work_share"] = reply.outcome.seconds
+    early = judge.run_failure(reply.outcome, Reason.CORRECTNESS_TIMEOUT)
+    if early is None and reply.report is None:
+        early = judge.unreadable_report("workshare")
+    if early is not None:
+        apply(result, early)
+        return []
+    report = reply.report
+    assert report is not None
+    if report.fatal:
+        apply(result, judge.raised(report.fatal))
+        return []
+    apply(result, judge.judge_trials(result.trials, [], report.rejections))
+    if result.verdict != Verdict.CORRECT:
+        return []
+    shares = report.shares
+    if profiled_outputs_agree(ctx, result, shares, "the profiled calls"):
+        flagged = [f.code for f in result.flags]
+        apply(result, judge.judge_work_share(shares, analysis, ctx.opts.policy, len(result.trials), flagged))
+    return shares
+
+
+def profile(worker: WorkerProcess, request: WorkShareRequest, timeout_s: float) -> Reply[WorkShareReport]:
+    """The candidate's worker profiles `request`'s plans; a profile is a measurement too: the
+    next worker and builds wait (`live.quiet`)."""
+    with live.quiet(keep=worker):
+        return CandidateClient(worker).workshare(request, timeout_s)
+
+
+def profiled_outputs_agree(ctx: Context, result: EvalResult, shares: list[Share], what: str) -> bool:
+    """The profiled calls' outputs compared with the reference (a mismatch is the verdict)."""
+    checks = [ctx.compare(s.plan, Path(s.file)) for s in shares if s.file is not None]
+    decision = judge.judge_measured_outputs(checks, Reason.PROFILED_OUTPUT_MISMATCH, what)
+    apply(result, decision)
+    return decision is None
+
+
+def profile_again(
+    ctx: Context, worker: WorkerProcess, result: EvalResult, request: WorkShareRequest, shares: list[Share]
+) -> list[Share]:
+    """The default shapes profiled once more, the profile being slower than the timing (a busy
+    machine slows a profile; a candidate that works less when not watched is slower when profiled
+    every time): its outputs are checked like the first profile's, and the faster of the two
+    profiles is the one judged. The shares to judge (the first ones if the second profile failed)."""
+    again = request.model_copy(update={"plans": request.plans[:1]})
+    reply = profile(worker, again, 4 * ctx.opts.run_timeout_s)
+    report = reply.report if reply.ok else None
+    second = report.shares if report is not None and not report.fatal else []
+    if not second or second[0].error is not None:
+        return shares
+    if not profiled_outputs_agree(ctx, result, second, "the profiled calls (again)"):
+        return shares
+    first_ms, second_ms = share_rules.profiled_ms(shares[0]), share_rules.profiled_ms(second[0])
+    result.flags.append(
+        Flag(
+            code="profiled_again",
+            message=f"profiled at {first_ms:.4f} ms per call, over twice the timed median: profiled again, "
+            f"{second_ms:.4f} ms per call",
+        )
+    )
+    return [second[0], *shares[1:]] if second_ms < first_ms else shares
