@@ -11,7 +11,7 @@ import contextvars
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import platformdirs
 from pydantic import Field, SecretStr, ValidationError, model_validator
@@ -23,6 +23,7 @@ from pydantic_settings import (
 )
 
 from kernelwright.errors import ConfigError
+from kernelwright.vocabulary import DeviceChoice, Policy, SandboxMode, StructuredOutput
 
 ENV_PREFIX = "KERNELWRIGHT_"
 _SECRETS: set[str] = set()  # every secret a Settings object was given: redacted from logs and evidence
@@ -52,8 +53,9 @@ class Settings(BaseSettings):
     memory_db: Path | None = Field(
         default=None, description="SQLite database of candidates, results and lessons. Default: HOME/memory.sqlite."
     )
-    device: Literal["auto", "cuda", "cpu"] = Field(
-        default="auto", description="Where candidates run: `cuda`, `cpu`, or `auto` (cuda when a GPU is visible)."
+    device: DeviceChoice = Field(
+        default=DeviceChoice.AUTO,
+        description="Where candidates run: `cuda`, `cpu`, or `auto` (cuda when a GPU is visible).",
     )
     build_jobs: int = Field(default=0, ge=0, description="Parallel candidate builds; 0 means one per CPU core.")
     build_timeout_s: float = Field(default=600.0, gt=0, description="Time limit of one candidate build, seconds.")
@@ -71,8 +73,8 @@ class Settings(BaseSettings):
     llm_max_retries: int = Field(
         default=4, ge=0, description="Retries (exponential backoff) of a rate-limited (429) or failed (5xx) request."
     )
-    llm_structured_output: Literal["function_calling", "json_schema", "json_mode", "plain_json"] = Field(
-        default="function_calling",
+    llm_structured_output: StructuredOutput = Field(
+        default=StructuredOutput.FUNCTION_CALLING,
         description="How plans and reviews come back: a tool call, a JSON schema, JSON mode, or JSON in the "
         "text (`plain_json`, for endpoints without function calling; the planner and reviewer get no tools then).",
     )
@@ -83,15 +85,15 @@ class Settings(BaseSettings):
         default=0.0, ge=0, description="USD per 1,000 prompt tokens, for the cost meter and the cost budget."
     )
     llm_price_out_per_1k: float = Field(default=0.0, ge=0, description="USD per 1,000 completion tokens.")
-    sandbox: Literal["strict", "best-effort"] = Field(
-        default="best-effort",
+    sandbox: SandboxMode = Field(
+        default=SandboxMode.BEST_EFFORT,
         description="Candidate isolation: `best-effort` runs with whatever layers the machine offers "
         "(scrubbed environment, network namespace, Landlock, resource limits) and records which were in "
         "force; `strict` refuses to evaluate (exit 5) unless all of them are available.",
     )
 
-    policy: Literal["strict", "engineering"] = Field(
-        default="strict",
+    policy: Policy = Field(
+        default=Policy.STRICT,
         description="What counts as the candidate's work: `strict` (KernelBench's rule) rejects a candidate whose "
         "library ops (aten, cuBLAS, cuDNN) take half the reference's time; `engineering` accepts library calls for "
         "part of the work beside at least one kernel of the candidate's own on the hot path, and reports their share. "
@@ -150,8 +152,12 @@ def find_config_file(explicit: Path | None = None) -> Path | None:
     return candidate if candidate.is_file() else None
 
 
-def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
-    """Build the Settings: defaults < file < env < `overrides` (CLI flags; None values are ignored)."""
+def load_settings(
+    config_file: Path | None = None, *, home: Path | None = None, runs_dir: Path | None = None
+) -> Settings:
+    """Build the Settings: defaults < file < env < the global flags `--home` and `--runs-dir`
+    (None: not given)."""
+    overrides: dict[str, Any] = {"home": home, "runs_dir": runs_dir}
     path = find_config_file(config_file)
     file_values: dict[str, Any] = {}
     if path is not None:

@@ -24,14 +24,16 @@ def test_locations_derive_from_home(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 def test_precedence_file_then_env_then_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = tmp_path / "kernelwright.toml"
-    config.write_text('device = "cpu"\nbuild_jobs = 3\nllm_model = "from-file"\n')
+    config.write_text('device = "cpu"\nbuild_jobs = 3\nllm_model = "from-file"\nruns_dir = "file-runs"\n')
     monkeypatch.chdir(tmp_path)  # ./kernelwright.toml is picked up
+    monkeypatch.delenv("KERNELWRIGHT_RUNS_DIR", raising=False)
     assert load_settings().build_jobs == 3
     monkeypatch.setenv("KERNELWRIGHT_BUILD_JOBS", "5")
+    monkeypatch.setenv("KERNELWRIGHT_RUNS_DIR", "env-runs")
     s = load_settings()
-    assert (s.device, s.build_jobs, s.llm_model) == ("cpu", 5, "from-file")
-    s = load_settings(build_jobs=7, device=None)
-    assert (s.build_jobs, s.device) == (7, "cpu")  # a flag wins; an unset flag (None) does not override
+    assert (s.device, s.build_jobs, s.llm_model, s.runs_dir) == ("cpu", 5, "from-file", Path("env-runs"))
+    s = load_settings(runs_dir=Path("flag-runs"), home=None)
+    assert (s.runs_dir, s.device) == (Path("flag-runs"), "cpu")  # a flag wins; an unset flag (None) does not
 
 
 def test_explicit_and_env_config_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from kernelwright.agent import runs
-from kernelwright.agent.configuration import ROLES, AgentConfig
+from kernelwright.agent.assembly import assemble
+from kernelwright.agent.configuration import AgentConfig, RunFlags
 from kernelwright.agent.events import _Event
-from kernelwright.agent.llm import chat_model
-from kernelwright.agent.profiling import make_profiler
-from kernelwright.agent.runner import RunOutcome, harness_session, run
-from kernelwright.agent.scripted import ScriptDiverged, ScriptedSession, ScriptExhausted
+from kernelwright.agent.runner import RunOutcome, RunSteering, run
+from kernelwright.agent.scripted import ScriptDiverged, ScriptExhausted
 from kernelwright.agent.scripts import SCRIPTS
 from kernelwright.batch.engine import BatchOutcome, BatchPlan, Runner, execute, problem_fields, problem_task
 from kernelwright.batch.events import Listener
@@ -34,6 +34,7 @@ from kernelwright.batch.results import BatchRecord, Manifest, ResultsFile, Speed
 from kernelwright.batch.spec import Slot
 from kernelwright.config import Settings, load_settings
 from kernelwright.errors import ExitCode, KernelwrightError
+from kernelwright.vocabulary import Device
 
 log = logging.getLogger(__name__)
 OPTIMIZE_WORKER = "kernelwright.agent.batch"
@@ -72,13 +73,6 @@ def plan_optimize(problem_set: ProblemSet, out: Path, device: str, scripted: boo
         task["stubs"][key] = BatchRecord(kind="optimize", key=key, **problem_fields(problem)).model_dump(mode="json")
         plan.tasks.append(task)
     return plan
-
-
-def _models(config: AgentConfig) -> tuple[dict[str, Any], ScriptedSession | None]:
-    if config.scripted:
-        session = SCRIPTS[config.scripted]()
-        return {role: session.model(role) for role in ROLES}, session
-    return {role: chat_model(config, role) for role in ROLES}, None
 
 
 def _status(emit: Emit, problem: str) -> Any:
@@ -141,39 +135,32 @@ def optimize_task(init: dict[str, Any], slot: Slot, task: dict[str, Any], emit: 
     """Run (or resume) the agent on one problem and emit its results line."""
     [(_key, stub_data)] = task["stubs"].items()
     stub = BatchRecord.model_validate(stub_data).model_copy(update={"worker": slot.label})
-    flags = dict(init["flags"])
-    settings = load_settings(Path(init["config_file"]) if init.get("config_file") else None, **init["overrides"])
-    stub = stub.model_copy(update={"device": flags["device"]})
+    flags = RunFlags.from_given(init["flags"])
+    assert flags.device is not None  # `run_optimize` always sends it
+    home, runs_dir = init["overrides"].get("home"), init["overrides"].get("runs_dir")
+    settings = load_settings(
+        Path(init["config_file"]) if init.get("config_file") else None,
+        home=Path(home) if home else None,
+        runs_dir=Path(runs_dir) if runs_dir else None,
+    )
+    stub = stub.model_copy(update={"device": flags.device})
     if init.get("scripted"):
-        script = script_for(task["name"], flags["device"])
+        script = script_for(task["name"], flags.device)
         if script is None:
             known = ", ".join(SCRIPTS)
-            emit(_no_script(stub, f"no scripted session for {task['name']} on {flags['device']} (known: {known})"))
+            emit(_no_script(stub, f"no scripted session for {task['name']} on {flags.device} (known: {known})"))
             return
-        flags["scripted"] = script
-    if flags["device"] == "cpu" and slot.threads:
-        flags["num_threads"] = slot.threads
+        flags = replace(flags, scripted=script)
+    if flags.device == Device.CPU and slot.threads:
+        flags = replace(flags, num_threads=slot.threads)
     run_id = task["run_id"]
     start = time.monotonic()
     config: AgentConfig | None = None
     try:
         config, resume = _config(settings, task, flags)
-        models, session = _models(config)
-        subscribers: list[Any] = [_status(emit, task["problem"])]
-        if session is not None and session.expected_verdicts:
-            subscribers.append(session.watch)
-        profiler, missing = make_profiler(config, settings)
-        with harness_session(config, settings) as evaluator:
-            outcome = run(
-                config,
-                models,
-                evaluator,
-                resume=resume,
-                subscribers=tuple(subscribers),
-                scripted=session,
-                profiler=profiler,
-                profiler_missing=missing,
-            )
+        with assemble(config, settings) as parts:
+            steering = RunSteering(resume=resume, subscribers=(_status(emit, task["problem"]), *parts.script_watch()))
+            outcome = run(config, parts, steering)
         record = _record(stub, config, outcome, time.monotonic() - start)
     except (ScriptExhausted, ScriptDiverged) as exc:
         assert config is not None  # a script runs only once the run is configured
@@ -194,14 +181,14 @@ def optimize_task(init: dict[str, Any], slot: Slot, task: dict[str, Any], emit: 
     emit({"type": "result", "record": record.model_dump(mode="json")})
 
 
-def _config(settings: Settings, task: dict[str, Any], flags: dict[str, Any]) -> tuple[AgentConfig, bool]:
+def _config(settings: Settings, task: dict[str, Any], flags: RunFlags) -> tuple[AgentConfig, bool]:
     """The problem's run: resumed when its folder holds an unfinished run, else a new one."""
     runs_dir = Path(settings.runs_dir)
     run_id = task["run_id"]
     summary = runs.read_summary(runs_dir / run_id)
     if (runs_dir / run_id / "config.json").is_file() and not (summary or {}).get("finished"):
         return runs.load_config(runs_dir, run_id).with_credentials(settings), True
-    return AgentConfig.from_settings(settings, problem=task["problem_path"], run_id=run_id, **flags), False
+    return AgentConfig.from_settings(settings, task["problem_path"], flags, run_id=run_id), False
 
 
 def _no_script(stub: BatchRecord, why: str) -> dict[str, Any]:
@@ -220,7 +207,7 @@ def _no_script(stub: BatchRecord, why: str) -> dict[str, Any]:
 def run_optimize(
     refs: list[str],
     out: Path,
-    flags: dict[str, Any],
+    flags: RunFlags,
     slots: list[Slot],
     listener: Listener,
     *,
@@ -232,19 +219,20 @@ def run_optimize(
     ids: set[int] | None = None,
     compare_baselines: Path | None = None,
 ) -> BatchOutcome:
+    """`flags.device` must be given (resolved: cpu or cuda)."""
+    assert flags.device is not None
     problem_set = resolve_problem_set(refs, level=level, ids=ids)
-    plan = plan_optimize(problem_set, out, str(flags["device"]), scripted)
-    given = {k: v for k, v in flags.items() if v is not None}
+    plan = plan_optimize(problem_set, out, str(flags.device), scripted)
     if plan.tasks:  # a bad flag ends the command here (exit 2), not once in every worker
         settings = load_settings(config_file, home=home)
-        AgentConfig.from_settings(settings, problem=plan.tasks[0]["problem_path"], run_id="check", **given)
+        AgentConfig.from_settings(settings, plan.tasks[0]["problem_path"], flags, run_id="check")
     init = {
-        "flags": given,
+        "flags": flags.given(),
         "scripted": scripted,
         "config_file": str(config_file) if config_file else None,
         "overrides": {"runs_dir": str((out / "runs").resolve()), "home": str(home) if home else None},
     }
-    runner = Runner(slots, OPTIMIZE_WORKER, optimize_task, ray_address=ray_address, gpu=flags["device"] == "cuda")
+    runner = Runner(slots, OPTIMIZE_WORKER, optimize_task, ray_address=ray_address, gpu=flags.device == Device.CUDA)
     return execute(
         plan,
         runner,

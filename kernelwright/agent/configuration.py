@@ -1,7 +1,7 @@
 """AgentConfig: everything one optimization run is asked to do, built in one call.
 
-`AgentConfig.from_settings(settings, **flags)` merges the settings (LLM endpoint, locations) with
-the command's flags; `AgentConfig.from_runnable_config(config)` is how a node gets it back from
+`AgentConfig.from_settings(settings, problem, RunFlags(...))` merges the settings (LLM endpoint,
+locations) with the command's flags, each a typed field of `RunFlags`; `AgentConfig.from_runnable_config(config)` is how a node gets it back from
 LangGraph's RunnableConfig. Live objects (chat models, the evaluation session, the event stream)
 are not configuration: they travel in `Deps` (see `deps.py`).
 """
@@ -13,21 +13,30 @@ import secrets
 import time
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 
 from kernelwright.config import Settings
 from kernelwright.errors import UsageError
+from kernelwright.vocabulary import Backend, Device, Policy, Size, StructuredOutput
 
+T = TypeVar("T")
 Role = Literal["planner", "coder", "reviewer"]
 ROLES: tuple[Role, ...] = ("planner", "coder", "reviewer")
-StructuredMethod = Literal["function_calling", "json_schema", "json_mode", "plain_json"]
+
+
+def problem_name(problem: str) -> str:
+    """The name a run id shows for a problem: a file's stem (`~/ops/my_relu.py` and
+    `my_relu.py:Factory` are `my_relu`), a built-in's name as given (`relu`, `level1/1_relu`)."""
+    ref = problem.split(":", 1)[0] if ".py:" in problem else problem
+    return Path(ref).stem if ref.endswith(".py") else problem
 
 
 def new_run_id(problem: str) -> str:
-    """A sortable, unique, file-name-safe run id: `20261123-182400-relu-a1b2`."""
-    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in problem)[:40]
+    """A sortable, unique, file-name-safe run id: `20261123-182400-relu-a1b2`. A problem given as
+    a file is named by its stem, not its path."""
+    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in problem_name(problem))[:40]
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{safe}-{secrets.token_hex(2)}"
 
 
@@ -41,14 +50,123 @@ class RoleModel:
 
 
 @dataclass(frozen=True)
+class RunFlags:
+    """What a command's flags (or a form, or a batch) ask of one run, each field typed; None: not
+    given, so the settings' value (else AgentConfig's default) stands. The fields named like
+    AgentConfig's set them; `model`, the per-role models, `temperature` and `max_output_tokens`
+    make the roles' `RoleModel`s."""
+
+    device: Device | None = None
+    backend: Backend | None = None
+    size: Size | None = None
+    policy: Policy | None = None
+    timing: bool | None = None
+    timing_cap_s: float | None = None
+    num_threads: int | None = None
+    target: float | None = None
+    max_rounds: int | None = None
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+    max_wall_s: float | None = None
+    max_gpu_s: float | None = None
+    no_improvement_rounds: int | None = None
+    coder_retries: int | None = None
+    no_code_retries: int | None = None
+    width: int | None = None
+    base_url: str | None = None
+    request_timeout_s: float | None = None
+    max_retries: int | None = None
+    structured_method: StructuredOutput | None = None
+    price_in_per_1k: float | None = None
+    price_out_per_1k: float | None = None
+    scripted: str | None = None
+    approve_plans: bool | None = None
+    feedback_chars: int | None = None
+    tool_rounds: int | None = None
+    tool_result_chars: int | None = None
+    memory: bool | None = None
+    memory_tokens: int | None = None
+    # the roles' models and sampling (not AgentConfig fields: they make `AgentConfig.roles`)
+    model: str | None = None
+    planner_model: str | None = None
+    coder_model: str | None = None
+    reviewer_model: str | None = None
+    temperature: float | None = None
+    max_output_tokens: int | None = None
+
+    def applied_to(self, config: AgentConfig) -> AgentConfig:
+        """`config` with every field these flags give set (the role flags excepted: see `from_settings`)."""
+
+        def given(flag: T | None, value: T) -> T:
+            return value if flag is None else flag
+
+        c = config
+        return replace(
+            config,
+            device=given(self.device, c.device),
+            backend=given(self.backend, c.backend),
+            size=given(self.size, c.size),
+            policy=given(self.policy, c.policy),
+            timing=given(self.timing, c.timing),
+            timing_cap_s=given(self.timing_cap_s, c.timing_cap_s),
+            num_threads=given(self.num_threads, c.num_threads),
+            target=given(self.target, c.target),
+            max_rounds=given(self.max_rounds, c.max_rounds),
+            max_tokens=given(self.max_tokens, c.max_tokens),
+            max_cost_usd=given(self.max_cost_usd, c.max_cost_usd),
+            max_wall_s=given(self.max_wall_s, c.max_wall_s),
+            max_gpu_s=given(self.max_gpu_s, c.max_gpu_s),
+            no_improvement_rounds=given(self.no_improvement_rounds, c.no_improvement_rounds),
+            coder_retries=given(self.coder_retries, c.coder_retries),
+            no_code_retries=given(self.no_code_retries, c.no_code_retries),
+            width=given(self.width, c.width),
+            base_url=given(self.base_url, c.base_url),
+            request_timeout_s=given(self.request_timeout_s, c.request_timeout_s),
+            max_retries=given(self.max_retries, c.max_retries),
+            structured_method=given(self.structured_method, c.structured_method),
+            price_in_per_1k=given(self.price_in_per_1k, c.price_in_per_1k),
+            price_out_per_1k=given(self.price_out_per_1k, c.price_out_per_1k),
+            scripted=given(self.scripted, c.scripted),
+            approve_plans=given(self.approve_plans, c.approve_plans),
+            feedback_chars=given(self.feedback_chars, c.feedback_chars),
+            tool_rounds=given(self.tool_rounds, c.tool_rounds),
+            tool_result_chars=given(self.tool_result_chars, c.tool_result_chars),
+            memory=given(self.memory, c.memory),
+            memory_tokens=given(self.memory_tokens, c.memory_tokens),
+        )
+
+    def config_fields(self) -> dict[str, Any]:
+        """The AgentConfig fields these flags set (those given)."""
+        names = {f.name for f in fields(AgentConfig)}
+        return {f.name: v for f in fields(self) if f.name in names and (v := getattr(self, f.name)) is not None}
+
+    def given(self) -> dict[str, Any]:
+        """Every flag given, by name (JSON-ready: a batch sends them to its workers)."""
+        return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None}
+
+    @classmethod
+    def from_given(cls, data: dict[str, Any]) -> RunFlags:
+        """The flags `given()` wrote (an unknown name is a TypeError), the vocabulary's words as its members."""
+        flags = cls(**data)
+        return replace(
+            flags,
+            device=None if flags.device is None else Device(flags.device),
+            backend=None if flags.backend is None else Backend(flags.backend),
+            size=None if flags.size is None else Size(flags.size),
+            policy=None if flags.policy is None else Policy(flags.policy),
+            structured_method=None if flags.structured_method is None else StructuredOutput(flags.structured_method),
+        )
+
+
+@dataclass(frozen=True)
 class AgentConfig:
     problem: str
     run_id: str
     runs_dir: Path
-    device: Literal["cpu", "cuda"] = "cpu"
-    backend: Literal["cuda", "triton", "cpp"] = "cpp"
-    size: Literal["default", "small"] = "default"
-    policy: Literal["strict", "engineering"] = "strict"
+    device: Device = Device.CPU
+    backend: Backend = Backend.CPP
+    size: Size = Size.DEFAULT
+    policy: Policy = Policy.STRICT
     timing: bool = True
     timing_cap_s: float | None = None
     num_threads: int | None = None
@@ -68,7 +186,7 @@ class AgentConfig:
     roles: dict[str, RoleModel] = field(default_factory=dict)
     request_timeout_s: float = 120.0
     max_retries: int = 4
-    structured_method: StructuredMethod = "function_calling"
+    structured_method: StructuredOutput = StructuredOutput.FUNCTION_CALLING
     price_in_per_1k: float = 0.0
     price_out_per_1k: float = 0.0
     scripted: str | None = None
@@ -97,38 +215,34 @@ class AgentConfig:
         return self.roles.get(role) or RoleModel(model="gpt-4.1")
 
     @classmethod
-    def from_settings(cls, settings: Settings, **flags: Any) -> AgentConfig:
+    def from_settings(
+        cls, settings: Settings, problem: str, flags: RunFlags | None = None, *, run_id: str | None = None
+    ) -> AgentConfig:
         """Settings (endpoint, key, models, sampling, timeouts, prices, runs folder), then OPENAI_*
-        from the environment where the settings leave a gap, then `flags` (None values ignored).
-        `model` sets every role; `planner_model` / `coder_model` / `reviewer_model` set one (a flag
-        beats `llm_<role>_model`, which beats `model` / `llm_model`)."""
-        flags = {k: v for k, v in flags.items() if v is not None}
-        model = flags.pop("model", None) or settings.llm_model
-        temperature = flags.pop("temperature", settings.llm_temperature)
-        max_tokens_out = flags.pop("max_output_tokens", settings.llm_max_tokens)
+        from the environment where the settings leave a gap, then the `flags` given (None: not
+        given). `flags.model` sets every role; `planner_model` / `coder_model` / `reviewer_model`
+        set one (a flag beats `llm_<role>_model`, which beats `model` / `llm_model`). `run_id`:
+        a new one when None."""
+        flags = flags or RunFlags()
+        model = flags.model or settings.llm_model
+        temperature = settings.llm_temperature if flags.temperature is None else flags.temperature
+        max_tokens_out = settings.llm_max_tokens if flags.max_output_tokens is None else flags.max_output_tokens
         per_role = {
-            "planner": settings.llm_planner_model,
-            "coder": settings.llm_coder_model,
-            "reviewer": settings.llm_reviewer_model,
+            "planner": (flags.planner_model, settings.llm_planner_model),
+            "coder": (flags.coder_model, settings.llm_coder_model),
+            "reviewer": (flags.reviewer_model, settings.llm_reviewer_model),
         }
         roles: dict[str, RoleModel] = {
             r: RoleModel(
-                model=flags.pop(f"{r}_model", None) or per_role[r] or model,
-                temperature=temperature,
-                max_tokens=max_tokens_out,
+                model=per_role[r][0] or per_role[r][1] or model, temperature=temperature, max_tokens=max_tokens_out
             )
             for r in ROLES
         }
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else os.environ.get("OPENAI_API_KEY")
         base_url = settings.llm_base_url or os.environ.get("OPENAI_BASE_URL")
-        problem = flags.pop("problem")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(flags) - known)
-        if unknown:
-            raise TypeError(f"unknown AgentConfig field(s): {', '.join(unknown)}")
         base = cls(
             problem=problem,
-            run_id=flags.pop("run_id", None) or new_run_id(problem),
+            run_id=run_id or new_run_id(problem),
             runs_dir=Path(settings.runs_dir),
             base_url=base_url,
             api_key=key,
@@ -141,7 +255,7 @@ class AgentConfig:
             policy=settings.policy,
             memory_db=settings.memory_db,
         )
-        config = replace(base, **flags)
+        config = flags.applied_to(base)
         config.validate()
         return config
 
@@ -154,9 +268,9 @@ class AgentConfig:
         )
 
     def validate(self) -> None:
-        if self.structured_method not in get_args(StructuredMethod):
-            choices = ", ".join(get_args(StructuredMethod))
-            raise UsageError(f"--structured-output must be one of {choices}, not {self.structured_method!r}")
+        if self.structured_method not in tuple(StructuredOutput):
+            choices = ", ".join(StructuredOutput)
+            raise UsageError(f"--structured-output must be one of {choices}, not {str(self.structured_method)!r}")
         if self.target <= 0:
             raise UsageError(f"--target must be positive, not {self.target}")
         if self.width < 1:

@@ -4,35 +4,33 @@ step. `kernelwright demo` and `kernelwright tui --scripted` both start from it."
 
 from __future__ import annotations
 
-from typing import Any
-
-from kernelwright.agent.configuration import AgentConfig
+from kernelwright.agent.configuration import AgentConfig, RunFlags
 from kernelwright.config import Settings
 from kernelwright.errors import UsageError
+from kernelwright.vocabulary import Backend, Device, Size
 
 DEMO_PROBLEM = "relu"
-DEMO_SCRIPTS = {"cpu": "relu-cpu", "cuda": "relu-cuda"}
+DEMO_SCRIPTS = {Device.CPU: "relu-cpu", Device.CUDA: "relu-cuda"}
 
 
-def demo_config(settings: Settings, device: str, **flags: Any) -> AgentConfig:
-    """The scripted demo's AgentConfig on `device` ('cpu' or 'cuda'); `flags` override fields."""
+def demo_config(settings: Settings, device: Device | str) -> AgentConfig:
+    """The scripted demo's AgentConfig on `device` ('cpu' or 'cuda')."""
     if device not in DEMO_SCRIPTS:
         raise UsageError(f"no scripted demo session for {device} yet", hint="use --device cpu")
-    values: dict[str, Any] = {
-        "problem": DEMO_PROBLEM,
-        "device": device,
-        "backend": "cpp" if device == "cpu" else "cuda",
-        "size": "small",
-        "target": 1.0,
-        "max_rounds": 4,
-        "coder_retries": 1,
-        "no_improvement_rounds": 10,
-        "timing_cap_s": 5.0,
+    chosen = Device(device)
+    flags = RunFlags(
+        device=chosen,
+        backend=Backend.CPP if chosen == Device.CPU else Backend.CUDA,
+        size=Size.SMALL,
+        target=1.0,
+        max_rounds=4,
+        coder_retries=1,
+        no_improvement_rounds=10,
+        timing_cap_s=5.0,
         # On the CPU eager, torch.compile and the candidates all run on one thread, so a shared
         # machine's load does not decide the race.
-        "num_threads": 1 if device == "cpu" else None,
-        "scripted": DEMO_SCRIPTS[device],
-        "memory": False,  # the demo shows the whole loop every time and leaves the user's memory alone
-    }
-    values.update(flags)
-    return AgentConfig.from_settings(settings, **values)
+        num_threads=1 if chosen == Device.CPU else None,
+        scripted=DEMO_SCRIPTS[chosen],
+        memory=False,  # the demo shows the whole loop every time and leaves the user's memory alone
+    )
+    return AgentConfig.from_settings(settings, DEMO_PROBLEM, flags)

@@ -14,9 +14,9 @@ from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import CandidateProfile
 from kernelwright.config import Settings
 from kernelwright.errors import KernelwrightError
-from kernelwright.harness.sandbox.isolation import SandboxMode
 from kernelwright.profiler import NcuOptions, find_ncu
 from kernelwright.tools.profile import candidate_ownership, digest_file, profile_candidate
+from kernelwright.vocabulary import SandboxMode, Size
 
 log = logging.getLogger(__name__)
 
@@ -24,11 +24,11 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class NcuProfiler:
     problem: str
-    size: str
+    size: Size
     build_cache: Path | None
     options: NcuOptions = field(default_factory=lambda: NcuOptions(launch_count=None))
     timeout_s: float = 300.0
-    sandbox: SandboxMode = "best-effort"
+    sandbox: SandboxMode = SandboxMode.BEST_EFFORT
 
     def profile(self, candidate: Path, report_path: Path) -> CandidateProfile:
         report_path.parent.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ from kernelwright.agent import budget, runs
 from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import Deps, Memory
 from kernelwright.agent.events import CandidateEvaluated, CandidateWritten, MemoryRecalled, RememberedStart
-from kernelwright.agent.nodes.common import problem_of
+from kernelwright.agent.problems import problem_of
 from kernelwright.agent.state import AgentState, CandidateRecord
 from kernelwright.memory import CandidateEntry, Recall, RecallQuery, Speed, candidate_uid, current_machine, error_class
 

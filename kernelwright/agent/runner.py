@@ -1,5 +1,7 @@
 """One optimization run, start (or resume) to summary: the run folder, the SQLite checkpointer,
-the event consumers, the evaluation session, and the files a finished or interrupted run leaves.
+the event consumers, and the files a finished or interrupted run leaves. Its live parts (chat
+models, evaluator, profiler, memory: `RunParts`) come from `assembly.assemble`; how a frontend
+drives it (resume, subscribers, hints, steering) is a `RunSteering`.
 
 The summary and trajectory are written in `finally`, so a run ended by an API error, a script
 that ran out or Ctrl-C is saved and resumable with `--resume RUN_ID`.
@@ -40,15 +42,12 @@ from kernelwright.agent.events import (
 from kernelwright.agent.graph import build_graph
 from kernelwright.agent.scripted import ScriptedSession
 from kernelwright.agent.state import AgentState, CandidateRecord
-from kernelwright.config import Settings
 from kernelwright.errors import ExitCode
-from kernelwright.harness.options import TimingPlan
 from kernelwright.memory import KnowledgeBase
-from kernelwright.problems import resolve_problem
-from kernelwright.tools.evaluate import eval_options, open_session
 
 log = logging.getLogger(__name__)
 RECURSION_LIMIT = 2000
+Subscriber = Callable[[_Event], None]
 
 
 @dataclass
@@ -93,24 +92,6 @@ def initial_state(config: AgentConfig, origin: CandidateRecord | None = None) ->
         state["start"] = origin
         state["best"] = origin if origin["verdict"] == "correct" else None
     return state
-
-
-@contextlib.contextmanager
-def harness_session(config: AgentConfig, settings: Settings) -> Iterator[Evaluator]:
-    """The run's EvalSession (warm: the next worker starts while the LLM writes)."""
-    plan = TimingPlan(time_cap_s=config.timing_cap_s) if config.timing_cap_s else None
-    opts = eval_options(
-        settings,
-        config.device,
-        size=config.size,
-        policy=config.policy,
-        timing=config.timing,
-        timing_plan=plan,
-        num_threads=config.num_threads,
-        out_dir=config.run_dir / "evidence",
-    )
-    with open_session(resolve_problem(config.problem), opts, warm=True) as session:
-        yield session
 
 
 @contextlib.contextmanager
@@ -244,43 +225,47 @@ def summary_of(config: AgentConfig, state: AgentState, stop_reason: str, finishe
     }
 
 
-def run(
-    config: AgentConfig,
-    models: dict[str, BaseChatModel],
-    evaluator: Evaluator,
-    *,
-    resume: bool = False,
-    subscribers: tuple[Callable[[_Event], None], ...] = (),
-    scripted: ScriptedSession | None = None,
-    hints: tuple[str, ...] = (),
-    profiler: Profiler | None = None,
-    profiler_missing: str = "ncu (Nsight Compute) was not found",
-    memory: Memory | None = None,
-    control: RunControl | None = None,
-) -> RunOutcome:
-    """Run (or resume) the graph to its end; the outcome says how it stopped. Memory is `memory`
-    when given, else the config's database (`config.memory` off: none). `control` is a frontend's
-    steering (see `control.py`); without one the run never pauses. One process at a time drives a
-    run (a second one is a UsageError)."""
+@dataclass(frozen=True)
+class RunParts:
+    """The live dependencies of one run (`assembly.assemble` makes them the same way for every
+    frontend): the chat model per role, the evaluator, the scripted session when the run is
+    scripted, the profiler (or why there is none) and the memory."""
+
+    models: dict[str, BaseChatModel]
+    evaluator: Evaluator
+    scripted: ScriptedSession | None = None
+    profiler: Profiler | None = None
+    profiler_missing: str = "ncu (Nsight Compute) was not found"
+    memory: Memory | None = None
+    """None: the config's database is opened by the run (`config.memory` off: none)."""
+
+    def script_watch(self) -> tuple[Subscriber, ...]:
+        """The subscriber that stops a scripted run where reality leaves its script (none when
+        the run is not scripted or its script expects no verdicts)."""
+        session = self.scripted
+        return (session.watch,) if session is not None and session.expected_verdicts else ()
+
+
+@dataclass(frozen=True)
+class RunSteering:
+    """How a frontend drives a run: resume it, watch its events (in this order), give the first
+    planner prompt hints, steer it (`control.py`; None: headless, the run never pauses)."""
+
+    resume: bool = False
+    subscribers: tuple[Subscriber, ...] = ()
+    hints: tuple[str, ...] = ()
+    control: RunControl | None = None
+
+
+def run(config: AgentConfig, parts: RunParts, steering: RunSteering | None = None) -> RunOutcome:
+    """Run (or resume) the graph to its end; the outcome says how it stopped. One process at a
+    time drives a run (a second one is a UsageError)."""
     with runs.exclusive(config.run_dir):
-        return _run(
-            config, models, evaluator, resume, subscribers, scripted, hints, profiler, profiler_missing, memory, control
-        )
+        return _run(config, parts, steering or RunSteering())
 
 
-def _run(
-    config: AgentConfig,
-    models: dict[str, BaseChatModel],
-    evaluator: Evaluator,
-    resume: bool,
-    subscribers: tuple[Callable[[_Event], None], ...],
-    scripted: ScriptedSession | None,
-    hints: tuple[str, ...],
-    profiler: Profiler | None,
-    profiler_missing: str,
-    memory: Memory | None,
-    control: RunControl | None,
-) -> RunOutcome:
+def _run(config: AgentConfig, parts: RunParts, steering: RunSteering) -> RunOutcome:
+    resume, control, scripted = steering.resume, steering.control, parts.scripted
     run_dir = config.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
     if not resume:
@@ -290,20 +275,20 @@ def _run(
     )
     events = EventStream(config.run_id, start_seq=trajectory.last_seq)
     seen: list[_Event] = []
-    consumers: tuple[Callable[[_Event], None], ...] = (trajectory, seen.append, *subscribers)
+    consumers: tuple[Subscriber, ...] = (trajectory, seen.append, *steering.subscribers)
     for subscriber in consumers:
         events.subscribe(subscriber)
     deps = Deps(
-        models=models,
-        evaluator=evaluator,
+        models=parts.models,
+        evaluator=parts.evaluator,
         events=events,
-        profiler=profiler,
-        profiler_missing=profiler_missing,
+        profiler=parts.profiler,
+        profiler_missing=parts.profiler_missing,
         control=control,
     )
     if control is not None:
         deps.hints = control.hints  # the frontend's queue is the run's
-    deps.hints.extend(hints)
+    deps.hints.extend(steering.hints)
     thread: Any = {
         "configurable": {"thread_id": config.run_id, "agent_config": config, "deps": deps},
         "recursion_limit": RECURSION_LIMIT,
@@ -312,7 +297,7 @@ def _run(
     stop = "interrupted"
     finished = False
     with (
-        open_memory(config, memory) as deps.memory,
+        open_memory(config, parts.memory) as deps.memory,
         SqliteSaver.from_conn_string(str(run_dir / "checkpoints.sqlite")) as saver,
     ):
         graph = build_graph(saver)

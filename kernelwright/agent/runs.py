@@ -20,6 +20,7 @@ import json
 import logging
 import os
 from collections.abc import Iterator
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +30,17 @@ from kernelwright.agent.state import CandidateRecord, ProfileRecord
 from kernelwright.errors import UsageError
 from kernelwright.harness.result import EvalResult
 from kernelwright.harness.sandbox.isolation import redact
+from kernelwright.vocabulary import Backend, Device, Policy, Size, StructuredOutput
 
 log = logging.getLogger(__name__)
 SUMMARY_SCHEMA_VERSION = 1
+_VOCABULARY: dict[str, type[StrEnum]] = {
+    "device": Device,
+    "backend": Backend,
+    "size": Size,
+    "policy": Policy,
+    "structured_method": StructuredOutput,
+}
 
 
 def source_sha(source: str) -> str:
@@ -91,8 +100,8 @@ def save_config(config: AgentConfig) -> None:
     (config.run_dir / "config.json").write_text(json.dumps(data, indent=2, default=str))
 
 
-def load_config(runs_dir: Path, run_id: str, **overrides: Any) -> AgentConfig:
-    """The config a run started with; `overrides` (flags given to --resume) win, None ignored."""
+def load_config(runs_dir: Path, run_id: str) -> AgentConfig:
+    """The config a run started with (its config.json)."""
     path = runs_dir / run_id / "config.json"
     if not path.is_file():
         raise UsageError(f"no run {run_id!r} in {runs_dir}", hint="`kernelwright runs list` shows the runs")
@@ -103,7 +112,9 @@ def load_config(runs_dir: Path, run_id: str, **overrides: Any) -> AgentConfig:
         data["memory_db"] = Path(data["memory_db"])
     known = {f.name for f in dataclasses.fields(AgentConfig)}
     data = {k: v for k, v in data.items() if k in known}
-    data.update({k: v for k, v in overrides.items() if v is not None})
+    for name, words in _VOCABULARY.items():  # the plain strings of the file, as the vocabulary's members
+        if data.get(name) in tuple(words):
+            data[name] = words(data[name])
     return AgentConfig(**data)
 
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from kernelwright.errors import UsageError
 from kernelwright.harness.options import EvalOptions, TimingPlan
+from kernelwright.vocabulary import Device, Policy, SandboxMode, Size
 
 if TYPE_CHECKING:
     from kernelwright.config import Settings
@@ -24,13 +25,13 @@ if TYPE_CHECKING:
 class JudgeSpec(BaseModel):
     """The harness options of a judge batch, the same for every worker."""
 
-    device: Literal["cpu", "cuda"]
-    size: Literal["default", "small"] = "default"
+    device: Device
+    size: Size = Size.DEFAULT
     trials: int = 5
     baselines: list[str] = ["eager", "compile"]
     timing: bool = True
-    policy: Literal["strict", "engineering"] = "strict"
-    sandbox: Literal["strict", "best-effort"] = "best-effort"
+    policy: Policy = Policy.STRICT
+    sandbox: SandboxMode = SandboxMode.BEST_EFFORT
     build_cache: Path
     inductor_cache: Path | None = None
     build_timeout_s: float = 600.0
@@ -49,20 +50,41 @@ class JudgeSpec(BaseModel):
     with its baselines ready) while it judges this problem's candidates."""
 
     @classmethod
-    def from_settings(cls, settings: Settings, device: Literal["cpu", "cuda"], **flags: Any) -> JudgeSpec:
-        """Locations and limits from the settings, then the flags (None values are ignored)."""
-        flags = {k: v for k, v in flags.items() if v is not None}
+    def from_settings(
+        cls,
+        settings: Settings,
+        device: Device,
+        *,
+        size: Size | None = None,
+        trials: int | None = None,
+        baselines: list[str] | None = None,
+        timing: bool | None = None,
+        policy: Policy | None = None,
+        sandbox: SandboxMode | None = None,
+        time_cap_s: float | None = None,
+        parallel_builds: int | None = None,
+        build_ahead: int | None = None,
+        open_ahead: bool | None = None,
+    ) -> JudgeSpec:
+        """Locations and limits from the settings, then the flags (None: not given)."""
         base = EvalOptions.from_settings(settings, device=device)
-        defaults: dict[str, Any] = {
-            "build_cache": base.build_cache,
-            "inductor_cache": base.inductor_cache,
-            "build_timeout_s": base.build_timeout_s,
-            "run_timeout_s": base.run_timeout_s,
-            "sandbox": base.sandbox,
-            "policy": base.policy,
-            "parallel_builds": 4 if device == "cuda" else 1,
-        }
-        spec = cls(device=device, **{**defaults, **flags})
+        spec = cls(
+            device=device,
+            size=Size.DEFAULT if size is None else size,
+            trials=5 if trials is None else trials,
+            baselines=["eager", "compile"] if baselines is None else baselines,
+            timing=True if timing is None else timing,
+            policy=base.policy if policy is None else policy,
+            sandbox=base.sandbox if sandbox is None else sandbox,
+            build_cache=base.build_cache,
+            inductor_cache=base.inductor_cache,
+            build_timeout_s=base.build_timeout_s,
+            run_timeout_s=base.run_timeout_s,
+            time_cap_s=time_cap_s,
+            parallel_builds=(4 if device == Device.CUDA else 1) if parallel_builds is None else parallel_builds,
+            build_ahead=build_ahead,
+            open_ahead=True if open_ahead is None else open_ahead,
+        )
         if spec.parallel_builds < 1:
             raise UsageError("--parallel-builds must be at least 1")
         if spec.build_ahead is not None and spec.build_ahead < 0:
@@ -147,7 +169,7 @@ def visible_gpus(count: int) -> list[str]:
 
 
 def plan_slots(
-    device: Literal["cpu", "cuda"],
+    device: Device,
     *,
     workers: int | None,
     gpus: list[str] | None,

@@ -93,7 +93,7 @@ def _root(
 ) -> None:
     _state.debug = debug
     _state.config_file = config
-    _state.overrides = {"home": home, "runs_dir": runs_dir}
+    _state.home, _state.runs_dir = home, runs_dir
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     ctx.obj = _state
 

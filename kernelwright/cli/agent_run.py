@@ -17,12 +17,11 @@ from rich.live import Live
 from rich.rule import Rule
 from rich.table import Table
 
+from kernelwright.agent.assembly import assemble
 from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.events import JsonLinesWriter, _Event
-from kernelwright.agent.models import make_models
-from kernelwright.agent.profiling import make_profiler
 from kernelwright.agent.progress import RunProgress
-from kernelwright.agent.runner import RunOutcome, harness_session, open_memory, run
+from kernelwright.agent.runner import RunOutcome, RunSteering, run
 from kernelwright.agent.scripted import ScriptedSession
 from kernelwright.config import Settings
 from kernelwright.tui.status import meters_text, status_text
@@ -165,34 +164,25 @@ def execute(
     console: Console = out,
     hints: tuple[str, ...] = (),
 ) -> tuple[RunOutcome, ScriptedSession | None]:
-    models, session = make_models(config)
     label = f"scripted: {config.scripted}" if config.scripted else ""
-    subscribers: list[Any] = [HeadlessRenderer(console, label)]
-    if session is not None and session.expected_verdicts:
-        subscribers.append(session.watch)  # a scripted run stops where reality leaves the script
+    renderer = HeadlessRenderer(console, label)
     writer = JsonLinesWriter(events_json) if events_json else None
-    if writer is not None:
-        subscribers.append(writer)
     status = LiveStatus() if console.is_terminal else None
-    if status is not None:
-        subscribers.append(status)
     live = Live(status, console=console, refresh_per_second=2, transient=True) if status else contextlib.nullcontext()
     try:
-        profiler, missing = make_profiler(config, settings)
-        # Memory first: a locked, damaged or too-new database ends the command before any worker starts.
-        with live, open_memory(config, None) as memory, harness_session(config, settings) as evaluator:
-            outcome = run(
-                config,
-                models,
-                evaluator,
+        with live, assemble(config, settings) as parts:
+            steering = RunSteering(
                 resume=resume,
-                subscribers=tuple(subscribers),
-                scripted=session,
+                subscribers=(
+                    renderer,
+                    *parts.script_watch(),  # a scripted run stops where reality leaves the script
+                    *((writer,) if writer is not None else ()),
+                    *((status,) if status is not None else ()),
+                ),
                 hints=hints,
-                profiler=profiler,
-                profiler_missing=missing,
-                memory=memory,
             )
+            outcome = run(config, parts, steering)
+            session = parts.scripted
     finally:
         if writer is not None:
             writer.close()

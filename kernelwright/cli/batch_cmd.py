@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
 
 from kernelwright.cli.context import AppState
 from kernelwright.errors import ExitCode, UsageError
+from kernelwright.vocabulary import Backend, Device, DeviceChoice, Policy, SandboxMode, Size
 
 if TYPE_CHECKING:
     from kernelwright.batch.engine import BatchOutcome
@@ -39,8 +40,10 @@ Problems = Annotated[
     ),
 ]
 OutDir = Annotated[Path, typer.Option("--out", help="The batch folder: results.jsonl, evidence, report (resumable).")]
-Device = Annotated[Optional[str], typer.Option("--device", help="cuda or cpu (default: cuda when a GPU is visible).")]
-Size = Annotated[str, typer.Option("--size", help="default, or small (quick CPU runs).")]
+DeviceOpt = Annotated[
+    Optional[DeviceChoice], typer.Option("--device", help="cuda or cpu (default: cuda when a GPU is visible).")
+]
+SizeOpt = Annotated[Size, typer.Option("--size", help="default, or small (quick CPU runs).")]
 Workers = Annotated[
     Optional[int],
     typer.Option("--workers", min=1, help="CPU: how many workers (default 1). CUDA: at most this many GPUs."),
@@ -72,8 +75,8 @@ Compare = Annotated[
         help="Published baseline times (KernelBench's baseline_time_*.json) shown beside the ones measured here.",
     ),
 ]
-Policy = Annotated[
-    Optional[str], typer.Option("--policy", help="strict (default) or engineering (see `kernelwright eval --help`).")
+PolicyOpt = Annotated[
+    Optional[Policy], typer.Option("--policy", help="strict (default) or engineering (see `kernelwright eval --help`).")
 ]
 TimingCap = Annotated[
     Optional[float], typer.Option("--timing-cap", min=0.1, help="Seconds the timing phase may take per candidate.")
@@ -81,20 +84,18 @@ TimingCap = Annotated[
 NoTiming = Annotated[bool, typer.Option("--no-timing", help="Check correctness only (no speedups, so no fast_p).")]
 
 
-def _choose_device(device: str | None, ray: str | None, settings: Settings) -> Literal["cpu", "cuda"]:
+def _choose_device(device: DeviceChoice | None, ray: str | None, settings: Settings) -> Device:
     from kernelwright.tools.evaluate import resolve_device
 
     if ray is None:
         return resolve_device(device, settings)
     chosen = device or settings.device
-    if chosen not in ("cpu", "cuda"):
+    if chosen == DeviceChoice.AUTO:
         raise UsageError("with --ray, say where candidates run: --device cpu or --device cuda")
-    return "cuda" if chosen == "cuda" else "cpu"
+    return Device(chosen)
 
 
-def _slots(
-    device: Literal["cpu", "cuda"], workers: int | None, gpus: str | None, threads: int | None, ray: str | None
-) -> list[Slot]:
+def _slots(device: Device, workers: int | None, gpus: str | None, threads: int | None, ray: str | None) -> list[Slot]:
     from kernelwright.batch.spec import Slot, plan_slots, visible_gpus
 
     if ray is not None:
@@ -113,13 +114,6 @@ def _slots(
             if unknown:
                 raise UsageError(f"--gpus {gpus}: no GPU {', '.join(unknown)} here (visible: {', '.join(visible)})")
     return plan_slots(device, workers=workers, gpus=chosen, threads=threads)
-
-
-def _check_choices(size: str, policy: str | None) -> None:
-    if size not in ("default", "small"):
-        raise UsageError(f"--size must be 'default' or 'small', not {size!r}")
-    if policy is not None and policy not in ("strict", "engineering"):
-        raise UsageError(f"--policy must be 'strict' or 'engineering', not {policy!r}")
 
 
 def _run(run: object, quiet: bool, events_json: Path | None) -> BatchOutcome:
@@ -159,15 +153,15 @@ def judge_command(
         Path, typer.Option("--candidates", help="Candidate files: level_N/problem_ID/sample_K.py, or one per problem.")
     ],
     out_dir: OutDir,
-    device: Device = None,
-    size: Size = "default",
+    device: DeviceOpt = None,
+    size: SizeOpt = Size.DEFAULT,
     trials: Annotated[int, typer.Option("--trials", min=1, help="Correctness trials on the default shapes.")] = 5,
     baselines: Annotated[
         str, typer.Option("--baselines", help="Comma-separated: eager, compile, compile-max-autotune.")
     ] = "eager,compile",
     no_timing: NoTiming = False,
-    policy: Policy = None,
-    sandbox: Annotated[Optional[str], typer.Option("--sandbox", help="strict or best-effort.")] = None,
+    policy: PolicyOpt = None,
+    sandbox: Annotated[Optional[SandboxMode], typer.Option("--sandbox", help="strict or best-effort.")] = None,
     workers: Workers = None,
     gpus: Gpus = None,
     threads: Threads = None,
@@ -198,9 +192,6 @@ def judge_command(
 
     state: AppState = ctx.obj
     settings = state.settings()
-    _check_choices(size, policy)
-    if sandbox is not None and sandbox not in ("strict", "best-effort"):
-        raise UsageError(f"--sandbox must be 'strict' or 'best-effort', not {sandbox!r}")
     chosen = _choose_device(device, ray, settings)
     spec = JudgeSpec.from_settings(
         settings,
@@ -239,8 +230,8 @@ def optimize_command(
     ctx: typer.Context,
     problems: Problems,
     out_dir: OutDir,
-    device: Device = None,
-    backend: Annotated[Optional[str], typer.Option("--backend", help="cuda, triton or cpp.")] = None,
+    device: DeviceOpt = None,
+    backend: Annotated[Optional[Backend], typer.Option("--backend", help="cuda, triton or cpp.")] = None,
     target: Annotated[float, typer.Option("--target", help="Required speedup (CI lower bound) vs compile.")] = 1.0,
     rounds: Annotated[int, typer.Option("--rounds", min=1, help="Planner rounds at most, per problem.")] = 8,
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Token budget per problem.")] = 2_000_000,
@@ -255,9 +246,9 @@ def optimize_command(
     ] = 4,
     model: Annotated[Optional[str], typer.Option("--model", help="Model name for every role.")] = None,
     temperature: Annotated[Optional[float], typer.Option("--temperature", min=0, help="Sampling temperature.")] = None,
-    size: Size = "default",
+    size: SizeOpt = Size.DEFAULT,
     width: Annotated[int, typer.Option("--width", min=1, help="Candidates sampled per coder step.")] = 1,
-    policy: Policy = None,
+    policy: PolicyOpt = None,
     price_in: Annotated[Optional[float], typer.Option("--price-in", help="USD per 1k prompt tokens.")] = None,
     price_out: Annotated[Optional[float], typer.Option("--price-out", help="USD per 1k completion tokens.")] = None,
     scripted: Annotated[
@@ -284,32 +275,32 @@ def optimize_command(
     Resumable: finished problems are skipped, an interrupted problem's run is resumed. Exit code:
     0 when every problem reached its target, else the highest over the problems."""
     from kernelwright.agent.batch import run_optimize
+    from kernelwright.agent.configuration import RunFlags
     from kernelwright.batch.problem_set import parse_ids
 
     state: AppState = ctx.obj
     settings = state.settings()
-    _check_choices(size, policy)
     chosen = _choose_device(device, ray, settings)
-    flags = {
-        "device": chosen,
-        "backend": backend or ("cuda" if chosen == "cuda" else "cpp"),
-        "target": target,
-        "max_rounds": rounds,
-        "max_tokens": max_tokens,
-        "max_cost_usd": max_cost,
-        "max_wall_s": max_time,
-        "max_gpu_s": max_gpu_time,
-        "no_improvement_rounds": patience,
-        "model": model,
-        "temperature": temperature,
-        "size": size,
-        "width": width,
-        "policy": policy,
-        "price_in_per_1k": price_in,
-        "price_out_per_1k": price_out,
-        "timing": not no_timing,
-        "timing_cap_s": timing_cap,
-    }
+    flags = RunFlags(
+        device=chosen,
+        backend=backend or (Backend.CUDA if chosen == Device.CUDA else Backend.CPP),
+        target=target,
+        max_rounds=rounds,
+        max_tokens=max_tokens,
+        max_cost_usd=max_cost,
+        max_wall_s=max_time,
+        max_gpu_s=max_gpu_time,
+        no_improvement_rounds=patience,
+        model=model,
+        temperature=temperature,
+        size=size,
+        width=width,
+        policy=policy,
+        price_in_per_1k=price_in,
+        price_out_per_1k=price_out,
+        timing=not no_timing,
+        timing_cap_s=timing_cap,
+    )
     slots = _slots(chosen, workers, gpus, threads, ray)
     outcome = _run(
         lambda listener: run_optimize(
@@ -320,7 +311,7 @@ def optimize_command(
             listener,
             scripted=scripted,
             config_file=state.config_file,
-            home=state.overrides.get("home"),
+            home=state.home,
             ray_address=ray,
             level=level,
             ids=parse_ids(ids) if ids else None,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kernelwright.config import Settings
@@ -14,12 +14,14 @@ if TYPE_CHECKING:
 class AppState:
     debug: bool = False
     config_file: Path | None = None
-    overrides: dict[str, Any] = field(default_factory=dict)
+    home: Path | None = None
+    """`--home` (None: not given)."""
+    runs_dir: Path | None = None
+    """`--runs-dir` (None: not given)."""
 
-    def settings(self, **more: Any) -> Settings:
-        """Settings with this invocation's flags on top (flags set to None are ignored). The
-        settings machinery (pydantic-settings) is imported here, not at start-up: `--help` never
-        reads a setting."""
+    def settings(self) -> Settings:
+        """Settings with this invocation's global flags on top. The settings machinery
+        (pydantic-settings) is imported here, not at start-up: `--help` never reads a setting."""
         from kernelwright.config import load_settings
 
-        return load_settings(self.config_file, **{**self.overrides, **more})
+        return load_settings(self.config_file, home=self.home, runs_dir=self.runs_dir)

@@ -13,6 +13,7 @@ import typer
 
 from kernelwright.cli.context import AppState
 from kernelwright.errors import ExitCode
+from kernelwright.vocabulary import DeviceChoice
 
 
 def register(app: typer.Typer) -> None:
@@ -20,8 +21,8 @@ def register(app: typer.Typer) -> None:
     def demo_command(
         ctx: typer.Context,
         device: Annotated[
-            Optional[str], typer.Option("--device", help="cpu or cuda (each has its own scripted session).")
-        ] = "cpu",
+            Optional[DeviceChoice], typer.Option("--device", help="cpu or cuda (each has its own scripted session).")
+        ] = DeviceChoice.CPU,
         events_json: Annotated[
             Optional[Path], typer.Option("--events-json", help="Write every event as JSON lines.")
         ] = None,

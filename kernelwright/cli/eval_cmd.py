@@ -14,6 +14,7 @@ from rich.table import Table
 from kernelwright.cli.context import AppState
 from kernelwright.errors import ExitCode, UsageError, worst
 from kernelwright.harness.baselines import DEFAULT_BASELINES, parse_baselines
+from kernelwright.vocabulary import DeviceChoice, Policy, SandboxMode, Size
 
 if TYPE_CHECKING:
     from kernelwright.harness.result import EvalResult
@@ -77,7 +78,7 @@ def _print_table(results: list[EvalResult], expected: dict[str, BundledSolution]
 
 
 def _select_bundled(
-    problem: Problem, suites: list[str], only: Optional[str], device: str, *, timing: bool, size: str, policy: str
+    problem: Problem, suites: list[str], only: Optional[str], device: str, *, timing: bool, size: Size, policy: Policy
 ) -> tuple[list[BundledSolution], dict[str, str]]:
     """The problem's bundled cases of `suites` to run on `device`, and why each one that could run
     here is left out. A case's backend names its device: `cpp` on the CPU (its kernels take CPU
@@ -174,11 +175,11 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         device: Annotated[
-            Optional[str], typer.Option("--device", help="cuda or cpu (default: cuda when a GPU is visible).")
+            Optional[DeviceChoice], typer.Option("--device", help="cuda or cpu (default: cuda when a GPU is visible).")
         ] = None,
         size: Annotated[
-            str, typer.Option("--size", help="Input size: default, or small (quick CPU runs).")
-        ] = "default",
+            Size, typer.Option("--size", help="Input size: default, or small (quick CPU runs).")
+        ] = Size.DEFAULT,
         trials: Annotated[
             int,
             typer.Option(
@@ -196,7 +197,7 @@ def register(app: typer.Typer) -> None:
             Optional[Path], typer.Option("--out", help="Write an evidence folder per candidate here.")
         ] = None,
         sandbox: Annotated[
-            Optional[str],
+            Optional[SandboxMode],
             typer.Option(
                 "--sandbox",
                 help="strict: refuse to run (exit 5) without every isolation layer, and reject candidates that "
@@ -205,7 +206,7 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         policy: Annotated[
-            Optional[str],
+            Optional[Policy],
             typer.Option(
                 "--policy",
                 help="strict (default, setting `policy`; KernelBench's rule): library ops may not do the main work; "
@@ -232,12 +233,6 @@ def register(app: typer.Typer) -> None:
 
         state: AppState = ctx.obj
         settings = state.settings()
-        if size not in ("default", "small"):
-            raise UsageError(f"--size must be 'default' or 'small', not {size!r}")
-        if sandbox is not None and sandbox not in ("strict", "best-effort"):
-            raise UsageError(f"--sandbox must be 'strict' or 'best-effort', not {sandbox!r}")
-        if policy is not None and policy not in ("strict", "engineering"):
-            raise UsageError(f"--policy must be 'strict' or 'engineering', not {policy!r}")
         chosen = resolve_device(device, settings)
         problem = resolve_problem(reference)
         if only is not None and not (bundled or adversarial):
@@ -273,7 +268,7 @@ def register(app: typer.Typer) -> None:
         opts = eval_options(
             settings,
             chosen,
-            size="small" if size == "small" else "default",
+            size=size,
             trials=trials,
             baselines=parse_baselines(baselines),
             timing=not no_timing,

@@ -19,6 +19,7 @@ from rich.markup import escape
 from kernelwright.cli.context import AppState
 from kernelwright.cli.tables import Column, fitted_table
 from kernelwright.errors import ExitCode, UsageError
+from kernelwright.vocabulary import Backend, Device, DeviceChoice
 
 if TYPE_CHECKING:  # the memory package (pydantic, sqlite) loads when a memory command runs
     from kernelwright.memory import CandidateEntry, KnowledgeBase, LessonEntry
@@ -199,7 +200,12 @@ def show_command(
 
 
 def _recall_for(
-    kb: KnowledgeBase, ctx: typer.Context, problem: str, device: str | None, backend: str | None, budget: int
+    kb: KnowledgeBase,
+    ctx: typer.Context,
+    problem: str,
+    device: DeviceChoice | None,
+    backend: Backend | None,
+    budget: int,
 ) -> None:
     from kernelwright.memory import RecallQuery, current_machine
     from kernelwright.problems import resolve_problem
@@ -209,7 +215,9 @@ def _recall_for(
     chosen = resolve_device(device, state.settings())
     key = kb.problem_key(resolve_problem(problem))
     machine = current_machine(chosen)
-    query = RecallQuery(key, machine, backend or ("cuda" if chosen == "cuda" else "cpp"), budget_tokens=budget)
+    query = RecallQuery(
+        key, machine, backend or (Backend.CUDA if chosen == Device.CUDA else Backend.CPP), budget_tokens=budget
+    )
     found = kb.recall(query)
     out.print(
         escape(
@@ -234,9 +242,9 @@ def search_command(
         typer.Option("--for", help="Show what the planner would recall for this problem, ranked, with why."),
     ] = None,
     device: Annotated[
-        Optional[str], typer.Option("--device", help="With --for: cuda or cpu (default: the GPU if any).")
+        Optional[DeviceChoice], typer.Option("--device", help="With --for: cuda or cpu (default: the GPU if any).")
     ] = None,
-    backend: Annotated[Optional[str], typer.Option("--backend", help="With --for: cuda, triton or cpp.")] = None,
+    backend: Annotated[Optional[Backend], typer.Option("--backend", help="With --for: cuda, triton or cpp.")] = None,
     budget: Annotated[int, typer.Option("--budget", min=0, help="With --for: the token budget.")] = 1500,
     limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many candidates.")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print the matches as JSON (not with --for).")] = False,

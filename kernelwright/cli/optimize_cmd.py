@@ -11,8 +11,10 @@ import typer
 
 from kernelwright.cli.context import AppState
 from kernelwright.errors import ExitCode, UsageError
+from kernelwright.vocabulary import Backend, Device, DeviceChoice, Policy, Size, StructuredOutput
 
 if TYPE_CHECKING:
+    from kernelwright.agent.configuration import AgentConfig, RunFlags
     from kernelwright.config import Settings
 
 
@@ -48,11 +50,11 @@ def _branch_config(
     settings: Settings,
     from_run: str,
     index: int | None,
-    flags: dict[str, Any],
+    flags: RunFlags,
     given: set[str],
-    device: str | None,
-    backend: str | None,
-) -> Any:
+    device: DeviceChoice | None,
+    backend: Backend | None,
+) -> AgentConfig:
     """A new run's AgentConfig for `--from RUN_ID [--from-candidate N]`: the earlier run's
     configuration (as --resume reads it), a new id, and the flags given on this command line."""
     import dataclasses
@@ -64,19 +66,21 @@ def _branch_config(
     runs_dir = Path(settings.runs_dir)
     old = runs.load_config(runs_dir, from_run)
     runs.branch_source(runs_dir, from_run, index)  # a missing run or candidate is a usage error now
-    changes: dict[str, Any] = {field: flags[field] for param, field in _PARAM_FIELDS.items() if param in given}
+    chosen = flags.config_fields()
+    changes: dict[str, Any] = {field: chosen.get(field) for param, field in _PARAM_FIELDS.items() if param in given}
     if device is not None:
         changes["device"] = resolve_device(device, settings)
     if backend is not None:
         changes["backend"] = backend
     if given & set(_ROLE_PARAMS):
         roles = {}
+        per_role = {"planner": flags.planner_model, "coder": flags.coder_model, "reviewer": flags.reviewer_model}
         for role in ROLES:
             before = old.role(role)
             roles[role] = RoleModel(
-                model=flags[f"{role}_model"] or flags["model"] or before.model,
-                temperature=flags["temperature"] if flags["temperature"] is not None else before.temperature,
-                max_tokens=flags["max_output_tokens"] or before.max_tokens,
+                model=per_role[role] or flags.model or before.model,
+                temperature=flags.temperature if flags.temperature is not None else before.temperature,
+                max_tokens=flags.max_output_tokens or before.max_tokens,
             )
         changes["roles"] = roles
     config = dataclasses.replace(
@@ -97,9 +101,9 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         problem: Annotated[Optional[str], typer.Argument(help="A problem name or file (omit with --resume).")] = None,
         device: Annotated[
-            Optional[str], typer.Option("--device", help="cuda or cpu (default: the GPU if any).")
+            Optional[DeviceChoice], typer.Option("--device", help="cuda or cpu (default: the GPU if any).")
         ] = None,
-        backend: Annotated[Optional[str], typer.Option("--backend", help="cuda, triton or cpp.")] = None,
+        backend: Annotated[Optional[Backend], typer.Option("--backend", help="cuda, triton or cpp.")] = None,
         target: Annotated[float, typer.Option("--target", help="Required speedup (CI lower bound) vs compile.")] = 1.0,
         rounds: Annotated[int, typer.Option("--rounds", min=1, help="Planner rounds at most.")] = 8,
         max_tokens: Annotated[int, typer.Option("--max-tokens", help="Token budget.")] = 2_000_000,
@@ -134,18 +138,18 @@ def register(app: typer.Typer) -> None:
             Optional[int], typer.Option("--llm-retries", min=0, help="Retries of a 429 / 5xx LLM request.")
         ] = None,
         structured: Annotated[
-            Optional[str],
+            Optional[StructuredOutput],
             typer.Option(
                 "--structured-output",
                 help="function_calling, json_schema, json_mode or plain_json (default: llm_structured_output).",
             ),
         ] = None,
-        size: Annotated[str, typer.Option("--size", help="default, or small (quick CPU runs).")] = "default",
+        size: Annotated[Size, typer.Option("--size", help="default, or small (quick CPU runs).")] = Size.DEFAULT,
         width: Annotated[
             int, typer.Option("--width", min=1, help="Candidates sampled per coder step, evaluated as one batch.")
         ] = 1,
         policy: Annotated[
-            Optional[str],
+            Optional[Policy],
             typer.Option(
                 "--policy",
                 help="strict (default, setting `policy`): the candidate's own kernels do the work; engineering: "
@@ -191,44 +195,40 @@ def register(app: typer.Typer) -> None:
         """Optimize a problem: plan, write, evaluate and review kernels until one beats torch.compile
         by --target or a budget runs out. Writes runs/<id>/ (best.py, candidates/, trajectory.json)."""
         from kernelwright.agent import runs
-        from kernelwright.agent.configuration import AgentConfig
+        from kernelwright.agent.configuration import AgentConfig, RunFlags
         from kernelwright.cli.agent_run import execute
         from kernelwright.tools.evaluate import resolve_device
 
         state: AppState = ctx.obj
         settings = state.settings()
-        if policy is not None and policy not in ("strict", "engineering"):
-            raise UsageError(f"--policy must be 'strict' or 'engineering', not {policy!r}")
-        if size not in ("default", "small"):
-            raise UsageError(f"--size must be 'default' or 'small', not {size!r}")
         if from_candidate is not None and not from_run:
             raise UsageError("--from-candidate needs --from RUN_ID")
         if resume and from_run:
             raise UsageError("give --resume RUN_ID (carry on) or --from RUN_ID (a new run), not both")
-        flags = {
-            "target": target,
-            "max_rounds": rounds,
-            "max_tokens": max_tokens,
-            "max_cost_usd": max_cost,
-            "max_wall_s": max_time,
-            "max_gpu_s": max_gpu_time,
-            "no_improvement_rounds": patience,
-            "model": model,
-            "planner_model": planner_model,
-            "coder_model": coder_model,
-            "reviewer_model": reviewer_model,
-            "temperature": temperature,
-            "max_output_tokens": max_output,
-            "request_timeout_s": llm_timeout,
-            "max_retries": llm_retries,
-            "structured_method": structured,
-            "size": size,
-            "scripted": scripted,
-            "width": width,
-            "policy": policy,
-            "price_in_per_1k": price_in,
-            "price_out_per_1k": price_out,
-        }
+        flags = RunFlags(
+            target=target,
+            max_rounds=rounds,
+            max_tokens=max_tokens,
+            max_cost_usd=max_cost,
+            max_wall_s=max_time,
+            max_gpu_s=max_gpu_time,
+            no_improvement_rounds=patience,
+            model=model,
+            planner_model=planner_model,
+            coder_model=coder_model,
+            reviewer_model=reviewer_model,
+            temperature=temperature,
+            max_output_tokens=max_output,
+            request_timeout_s=llm_timeout,
+            max_retries=llm_retries,
+            structured_method=structured,
+            size=size,
+            scripted=scripted,
+            width=width,
+            policy=policy,
+            price_in_per_1k=price_in,
+            price_out_per_1k=price_out,
+        )
         if from_run:
             given = {name for name in ctx.params if _given(ctx, name)}
             config = _branch_config(settings, from_run, from_candidate, flags, given, device, backend)
@@ -244,13 +244,10 @@ def register(app: typer.Typer) -> None:
             if problem is None:
                 raise UsageError("name a PROBLEM (or --resume RUN_ID)")
             chosen = resolve_device(device, settings)
-            config = AgentConfig.from_settings(
-                settings,
-                problem=problem,
-                device=chosen,
-                backend=backend or ("cuda" if chosen == "cuda" else "cpp"),
-                **flags,
+            flags = replace(
+                flags, device=chosen, backend=backend or (Backend.CUDA if chosen == Device.CUDA else Backend.CPP)
             )
+            config = AgentConfig.from_settings(settings, problem, flags)
         if no_memory:
             config = replace(config, memory=False)
         outcome, _ = execute(config, settings, resume=bool(resume), events_json=events_json, hints=tuple(hint or ()))

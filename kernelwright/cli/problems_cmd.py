@@ -13,17 +13,18 @@ import json
 import time
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from kernelwright.cli.tables import Column, fitted_table
-from kernelwright.errors import EnvironmentProblem, ExitCode, UsageError
+from kernelwright.errors import EnvironmentProblem, ExitCode
 from kernelwright.problems import Problem, load_folder, resolve_problem
 from kernelwright.problems.imports import ImportStatus, check_imports, install_hint, pip_package, static_status
 from kernelwright.problems.loader import BUILTIN_SUITE
+from kernelwright.vocabulary import Device, Size
 
 if TYPE_CHECKING:
     from kernelwright.problems.footprint import Footprint
@@ -49,11 +50,6 @@ def _describe(value: Any) -> str:
     if hasattr(value, "shape"):
         return f"{value.dtype}".replace("torch.", "") + str(list(value.shape))
     return repr(value)
-
-
-def _check_size(size: str) -> None:
-    if size not in ("default", "small"):
-        raise UsageError(f"--size must be 'default' or 'small', not {size!r}")
 
 
 def _import_summary(statuses: list[ImportStatus], total: int) -> str | None:
@@ -148,7 +144,7 @@ def _memory(problem: Problem, footprint: Footprint) -> dict[str, Any]:
     from kernelwright.harness.options import EvalOptions
     from kernelwright.problems.footprint import human_bytes
 
-    device: Literal["cpu", "cuda"] = "cuda" if torch.cuda.is_available() else "cpu"  # eval's `auto`
+    device = Device.CUDA if torch.cuda.is_available() else Device.CPU  # eval's `auto`
     opts = EvalOptions(device=device, size=footprint.size)
     have = usable_memory()
     try:
@@ -166,7 +162,7 @@ def _memory(problem: Problem, footprint: Footprint) -> dict[str, Any]:
 @problems_app.command("show")
 def show_problem(
     problem: Annotated[str, typer.Argument(help="A problem name (see `problems list`) or a problem file.")],
-    size: Annotated[str, typer.Option("--size", help="Which inputs to describe: default or small.")] = "default",
+    size: Annotated[Size, typer.Option("--size", help="Which inputs to describe: default or small.")] = Size.DEFAULT,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     source: Annotated[bool, typer.Option("--source", help="Also print the file's source.")] = False,
 ) -> int:
@@ -174,9 +170,8 @@ def show_problem(
     allocates no tensor (shapes are read on the meta device)."""
     from kernelwright.problems.footprint import describe_item, human_bytes, measure
 
-    _check_size(size)
     prob = resolve_problem(problem)
-    fp = measure(prob, size)  # type: ignore[arg-type]
+    fp = measure(prob, size)
     memory = _memory(prob, fp)
     doc = prob.summary() | {
         "size": fp.size,
@@ -220,8 +215,8 @@ def show_problem(
 @problems_app.command("run")
 def run_reference(
     problem: Annotated[str, typer.Argument(help="A problem name or file.")],
-    size: Annotated[str, typer.Option("--size", help="default or small.")] = "default",
-    device: Annotated[str, typer.Option("--device", help="cpu or cuda.")] = "cpu",
+    size: Annotated[Size, typer.Option("--size", help="default or small.")] = Size.DEFAULT,
+    device: Annotated[Device, typer.Option("--device", help="cpu or cuda.")] = Device.CPU,
     repeats: Annotated[int, typer.Option("--repeats", min=1, help="Timed calls after one warm-up.")] = 5,
 ) -> int:
     """Run a problem's PyTorch reference (eager) and print its output shapes and median time.
@@ -232,14 +227,11 @@ def run_reference(
     from kernelwright.problems.footprint import measure
     from kernelwright.problems.instance import materialize
 
-    _check_size(size)
-    if device not in ("cpu", "cuda"):
-        raise UsageError(f"--device must be 'cpu' or 'cuda', not {device!r}")
     if device == "cuda" and not torch.cuda.is_available():
         raise EnvironmentProblem("--device cuda but no CUDA GPU is visible", hint="use --device cpu")
     prob = resolve_problem(problem)
-    check_reference_run(prob, measure(prob, size), device)  # type: ignore[arg-type]
-    inst = materialize(prob, size)  # type: ignore[arg-type]
+    check_reference_run(prob, measure(prob, size), device)
+    inst = materialize(prob, size)
     model = inst.make_model().to(device).eval()
     inputs = [v.to(device) if isinstance(v, torch.Tensor) else v for v in inst.inputs]
     times = []

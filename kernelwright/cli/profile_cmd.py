@@ -12,6 +12,7 @@ import typer
 
 from kernelwright.cli.context import AppState
 from kernelwright.errors import ExitCode, KernelwrightError, UsageError
+from kernelwright.vocabulary import Size
 
 if TYPE_CHECKING:
     from kernelwright.profiler import NcuDigest
@@ -83,7 +84,7 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         warmup: Annotated[int, typer.Option("--warmup", min=0, help="Unprofiled forward calls first.")] = 3,
-        size: Annotated[str, typer.Option("--size", help="Problem size: default or small.")] = "default",
+        size: Annotated[Size, typer.Option("--size", help="Problem size: default or small.")] = Size.DEFAULT,
         out_dir: Annotated[Optional[Path], typer.Option("--out", help="Evidence folder for .ncu-rep files.")] = None,
         timeout: Annotated[float, typer.Option("--timeout", min=1, help="Seconds per ncu run.")] = 300.0,
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
@@ -114,8 +115,6 @@ def register(app: typer.Typer) -> None:
             raise UsageError(
                 "nothing to profile", hint="kernelwright profile PROBLEM [CANDIDATE] | -- COMMAND | --report FILE"
             )
-        if size not in ("default", "small"):
-            raise UsageError(f"--size must be 'default' or 'small', not {size!r}")
         state: AppState = ctx.obj if isinstance(ctx.obj, AppState) else AppState()
         settings = state.settings()
         folder = out_dir or settings.runs_dir / "profiles" / f"{dt.datetime.now():%Y%m%d-%H%M%S}"
@@ -129,14 +128,17 @@ def register(app: typer.Typer) -> None:
             digests: dict[str, NcuDigest] = {}
             extra: dict[str, Any] = {}
             for name, cand in runs.items():
-                common: dict[str, Any] = {
-                    "report_path": folder / f"{name}.ncu-rep", "options": opts, "warmup": warmup, "size": size,
-                    "timeout_s": timeout, "build_cache": settings.build_cache_dir,
-                }  # fmt: skip
+                report_path = folder / f"{name}.ncu-rep"
                 if cand is None:  # the problem's own reference: the user's code, run as it is
-                    result = profile_problem(targets[0], None, **common)
+                    result = profile_problem(
+                        targets[0], None, report_path=report_path, options=opts, warmup=warmup, size=size,
+                        timeout_s=timeout, build_cache=settings.build_cache_dir,
+                    )  # fmt: skip
                 else:  # candidate code: inside the sandbox's layers (see tools/profile.py)
-                    result = profile_candidate(targets[0], cand, sandbox=settings.sandbox, **common)
+                    result = profile_candidate(
+                        targets[0], cand, report_path=report_path, sandbox=settings.sandbox, options=opts,
+                        warmup=warmup, size=size, timeout_s=timeout, build_cache=settings.build_cache_dir,
+                    )  # fmt: skip
                     extra["candidate_sandbox"] = result.sandbox
                 ensure_ok(result)
                 assert result.report_path is not None

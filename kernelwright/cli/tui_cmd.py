@@ -14,6 +14,7 @@ import typer
 
 from kernelwright.cli.context import AppState
 from kernelwright.errors import ExitCode, UsageError
+from kernelwright.vocabulary import Backend, Device, DeviceChoice
 
 
 def register(app: typer.Typer) -> None:
@@ -32,9 +33,9 @@ def register(app: typer.Typer) -> None:
             typer.Option("--scripted", help="Drive the run with the demo's scripted LLM session (relu only; no key)."),
         ] = False,
         device: Annotated[
-            Optional[str], typer.Option("--device", help="cuda or cpu (default: the GPU if any).")
+            Optional[DeviceChoice], typer.Option("--device", help="cuda or cpu (default: the GPU if any).")
         ] = None,
-        backend: Annotated[Optional[str], typer.Option("--backend", help="cuda, triton or cpp.")] = None,
+        backend: Annotated[Optional[Backend], typer.Option("--backend", help="cuda, triton or cpp.")] = None,
         target: Annotated[float, typer.Option("--target", help="Required speedup (CI lower bound) vs compile.")] = 1.0,
         rounds: Annotated[int, typer.Option("--rounds", min=1, help="Planner rounds at most.")] = 8,
         model: Annotated[Optional[str], typer.Option("--model", help="Model name for every role.")] = None,
@@ -54,7 +55,7 @@ def register(app: typer.Typer) -> None:
         approve or edit plans, hint, stop keeping the best, branch, export. Keys are in the footer;
         Ctrl+P lists every command."""
         from kernelwright.agent import runs
-        from kernelwright.agent.configuration import AgentConfig
+        from kernelwright.agent.configuration import AgentConfig, RunFlags
         from kernelwright.agent.demo import demo_config
         from kernelwright.tools.evaluate import resolve_device
         from kernelwright.tui.app import make_app
@@ -83,15 +84,14 @@ def register(app: typer.Typer) -> None:
             request = RunRequest(config=demo_config(settings, chosen), approve_plans=approve_plans)
         elif problem is not None:
             chosen = resolve_device(device, settings)
-            config = AgentConfig.from_settings(
-                settings,
-                problem=problem,
+            flags = RunFlags(
                 device=chosen,
-                backend=backend or ("cuda" if chosen == "cuda" else "cpp"),
+                backend=backend or (Backend.CUDA if chosen == Device.CUDA else Backend.CPP),
                 target=target,
                 max_rounds=rounds,
                 model=model,
             )
+            config = AgentConfig.from_settings(settings, problem, flags)
             request = RunRequest(config=config, approve_plans=approve_plans)
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
             raise UsageError(

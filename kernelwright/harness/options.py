@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from kernelwright.harness.baselines import DEFAULT_BASELINES
+from kernelwright.vocabulary import Device, Policy, SandboxMode, Size
 
 if TYPE_CHECKING:  # pydantic-settings costs a tenth of a second the CLI's start-up need not pay
     from kernelwright.config import Settings
@@ -71,8 +72,8 @@ class TimingPlan(BaseModel):
 
 @dataclass(frozen=True)
 class EvalOptions:
-    device: Literal["cpu", "cuda"] = "cpu"
-    size: Literal["default", "small"] = "default"
+    device: Device = Device.CPU
+    size: Size = Size.DEFAULT
     trials: int = 5
     baselines: tuple[str, ...] = DEFAULT_BASELINES
     timing: bool = True
@@ -88,32 +89,52 @@ class EvalOptions:
     build_cache: Path = Path("build-cache")
     inductor_cache: Path | None = None
     out_dir: Path | None = None
-    sandbox: Literal["strict", "best-effort"] = "best-effort"
-    policy: Literal["strict", "engineering"] = "strict"  # see Settings.policy and harness/reasons.py
+    sandbox: SandboxMode = SandboxMode.BEST_EFFORT
+    policy: Policy = Policy.STRICT  # see Settings.policy and harness/reasons.py
     output_ipc: bool = True  # CUDA outputs to the reference's process as memory handles (else files)
     timing_plan: TimingPlan = field(default_factory=TimingPlan)
     progress: Callable[[str], None] | None = field(default=None, compare=False)
 
     @classmethod
-    def from_settings(cls, settings: Settings, **overrides: Any) -> EvalOptions:
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        device: Device | None = None,
+        size: Size | None = None,
+        trials: int | None = None,
+        baselines: tuple[str, ...] | None = None,
+        timing: bool | None = None,
+        timing_plan: TimingPlan | None = None,
+        num_threads: int | None = None,
+        out_dir: Path | None = None,
+        sandbox: SandboxMode | None = None,
+        policy: Policy | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> EvalOptions:
         """The options a command or the agent runs with: locations and limits from the settings,
-        then `overrides` (flags; None values are ignored). `device` must be resolved already
-        (`cpu` or `cuda`, never `auto`)."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(overrides) - known)
-        if unknown:
-            raise TypeError(f"unknown EvalOptions field(s): {', '.join(unknown)}")
+        then the flags given (None: not given; the settings' `sandbox` and `policy`, else the
+        field's default). `device` must be resolved already (`cpu` or `cuda`, never `auto`)."""
         assert settings.build_cache_dir is not None  # derived by Settings
-        base = cls(
+        defaults = cls()
+        return cls(
+            device=defaults.device if device is None else device,
+            size=defaults.size if size is None else size,
+            trials=defaults.trials if trials is None else trials,
+            baselines=defaults.baselines if baselines is None else baselines,
+            timing=defaults.timing if timing is None else timing,
+            timing_plan=defaults.timing_plan if timing_plan is None else timing_plan,
+            num_threads=num_threads,
+            out_dir=out_dir,
+            progress=progress,
             build_timeout_s=settings.build_timeout_s,
             run_timeout_s=settings.run_timeout_s,
             build_jobs=settings.build_jobs,
             build_cache=settings.build_cache_dir,
             inductor_cache=settings.inductor_cache_dir,
-            sandbox=settings.sandbox,
-            policy=settings.policy,
+            sandbox=settings.sandbox if sandbox is None else sandbox,
+            policy=settings.policy if policy is None else policy,
         )
-        return replace(base, **{k: v for k, v in overrides.items() if v is not None})
 
     def say(self, message: str) -> None:
         log.info(message)

@@ -3,7 +3,7 @@ why it does not count, where in the harness it is decided and under which policy
 
 `kernelwright eval --explain REASON` prints an entry and `docs/harness.md` carries the table
 (`scripts/gen_reason_table.py` regenerates it; a test fails when it is stale). The rationales
-describe what the code in `checks/`, `judge.py`, `session.py`, `timing/` and `process/` does: change
+describe what the code in `checks/`, `judge/`, `phases/`, `timing/` and `workers/` does: change
 the rule there, then the sentence here. No torch here: `eval --explain` answers at once.
 """
 
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kernelwright.harness.verdicts import Reason, Verdict
+from kernelwright.vocabulary import Policy
 
 Stage = Literal["static", "build", "correctness", "work_share", "timing", "sandbox", "process"]
-Policy = Literal["strict", "engineering"]
 Decides = Literal["always", "strict_sandbox", "flag_only"]
 
 STAGES: dict[Stage, str] = {
@@ -30,11 +30,11 @@ STAGES: dict[Stage, str] = {
     "process": "how the worker ended: signals, CUDA faults, phase time limits",
 }
 POLICIES: dict[Policy, str] = {
-    "strict": "the forward pass must be the candidate's own kernels (the default; KernelBench's rule)",
-    "engineering": "`--policy engineering`: library calls may do part of the work beside the candidate's own "
+    Policy.STRICT: "the forward pass must be the candidate's own kernels (the default; KernelBench's rule)",
+    Policy.ENGINEERING: "`--policy engineering`: library calls may do part of the work beside the candidate's own "
     "kernels on the hot path; their share is reported",
 }
-BOTH: frozenset[Policy] = frozenset({"strict", "engineering"})
+BOTH: frozenset[Policy] = frozenset(Policy)
 
 
 @dataclass(frozen=True)
@@ -167,8 +167,8 @@ _ENTRIES = (
         "own kernels must take at least a quarter of the time of one copy of the output (or 5% of its profiled time, "
         "if that is less): an epilogue over a library GEMM's output does, a kernel run on one element does not.",
         policy_rules=(
-            ("strict", "library ops below 50% of the reference's time"),
-            ("engineering", "own kernels at least a quarter of one pass over the output; library share reported"),
+            (Policy.STRICT, "library ops below 50% of the reference's time"),
+            (Policy.ENGINEERING, "own kernels at least a quarter of one pass over the output; library share reported"),
         ),
     ),
     ReasonInfo(

@@ -8,9 +8,10 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from dataclasses import dataclass
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from kernelwright.vocabulary import Device
 
 
 def now() -> str:
@@ -120,7 +121,7 @@ class LessonEntry(BaseModel):
     text: str
     source: str = Field(description="Where the lesson's facts come from (a document, a run).")
     url: str | None = None
-    device: Literal["cuda", "cpu"] | None = Field(default=None, description="Only for this device kind; None: any.")
+    device: Device | None = Field(default=None, description="Only for this device kind; None: any.")
     arch: str | None = Field(default=None, description="Only for this architecture (e.g. Hopper); None: any.")
     ops: list[str] = Field(
         default_factory=list, description="Operators or operator classes it concerns; empty: every problem."

@@ -227,6 +227,7 @@ def traced_signature(problem: Problem) -> OpSignature:
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from kernelwright.problems.instance import materialize
+    from kernelwright.vocabulary import Size
 
     names: list[str] = []
     started = time.monotonic()
@@ -241,7 +242,7 @@ def traced_signature(problem: Problem) -> OpSignature:
                 raise _Enough
             return func(*args, **(kwargs or {}))
 
-    inst = materialize(problem, "default", shapes_only=True)
+    inst = materialize(problem, Size.DEFAULT, shapes_only=True)
     with torch.device("meta"):
         model = inst.make_model()
     note = ""

@@ -87,7 +87,7 @@ class Footprint:
         return None if self.outputs is None else sum(o.nbytes for o in self.outputs)
 
 
-def measure(problem: Problem, size: Size = "default") -> Footprint:
+def measure(problem: Problem, size: Size = Size.DEFAULT) -> Footprint:
     """Shapes, dtypes and byte counts of `problem` at `size`, with nothing allocated."""
     module = import_module(problem)
     notes: list[str] = []

@@ -6,7 +6,7 @@ import contextlib
 import traceback
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any
 
 import torch
 
@@ -14,8 +14,8 @@ from kernelwright.errors import ProblemError
 from kernelwright.problems.execution import exec_as_module
 from kernelwright.problems.imports import is_installed, pip_package
 from kernelwright.problems.model import Problem
+from kernelwright.vocabulary import Size as Size  # re-exported: the harness imports it from here
 
-Size = Literal["default", "small"]
 _SCALARS = (int, float, bool)
 
 
@@ -92,7 +92,7 @@ class ProblemInstance:
 
 def materialize(
     problem: Problem,
-    size: Size = "default",
+    size: Size = Size.DEFAULT,
     *,
     seed: int = 0,
     module: ModuleType | None = None,
@@ -124,7 +124,7 @@ def materialize(
     return ProblemInstance(
         problem=problem,
         module=module,
-        size="small" if small else "default",
+        size=Size.SMALL if small else Size.DEFAULT,
         init_inputs=init_inputs,
         inputs=inputs,
         variants=variants,

@@ -6,18 +6,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
 
 from kernelwright.config import Settings
 from kernelwright.errors import EnvironmentProblem, UsageError
 from kernelwright.harness.checks.static.analysis import detect_backend
-from kernelwright.harness.options import EvalOptions
+from kernelwright.harness.options import EvalOptions, TimingPlan
 from kernelwright.harness.result import EvalResult
 from kernelwright.harness.session import EvalSession, evaluate
 from kernelwright.problems import Problem
-
-Device = Literal["cpu", "cuda"]
+from kernelwright.vocabulary import Device, DeviceChoice, Policy, SandboxMode, Size
 
 
 def cuda_available() -> bool:
@@ -26,18 +25,18 @@ def cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def resolve_device(requested: str | None, settings: Settings) -> Device:
+def resolve_device(requested: DeviceChoice | Device | str | None, settings: Settings) -> Device:
     """`--device` (or the settings' `device`) made concrete: `auto` is the GPU when one is visible."""
     chosen = requested or settings.device
-    if chosen == "auto":
-        chosen = "cuda" if cuda_available() else "cpu"
-    if chosen not in ("cuda", "cpu"):
-        raise UsageError(f"--device must be 'cuda' or 'cpu', not {chosen!r}")
-    if chosen == "cuda" and not cuda_available():
+    if chosen == DeviceChoice.AUTO:
+        chosen = Device.CUDA if cuda_available() else Device.CPU
+    if chosen not in tuple(Device):
+        raise UsageError(f"--device must be 'cuda' or 'cpu', not {str(chosen)!r}")
+    if chosen == Device.CUDA and not cuda_available():
         raise EnvironmentProblem(
             "--device cuda, but no CUDA GPU is visible", hint="use --device cpu with a C++ candidate"
         )
-    return "cuda" if chosen == "cuda" else "cpu"
+    return Device(chosen)
 
 
 def check_candidate_files(paths: list[Path], device: Device) -> None:
@@ -51,14 +50,41 @@ def check_candidate_files(paths: list[Path], device: Device) -> None:
             raise EnvironmentProblem(f"{path} is a {backend} candidate and needs a GPU, but the device is cpu")
 
 
-def eval_options(settings: Settings, device: Device, **overrides: Any) -> EvalOptions:
-    """Options from the settings, with the CPU's thread count pinned so eager and the candidate
-    run on the same threads."""
-    if device == "cpu" and overrides.get("num_threads") is None:
+def eval_options(
+    settings: Settings,
+    device: Device,
+    *,
+    size: Size | None = None,
+    trials: int | None = None,
+    baselines: tuple[str, ...] | None = None,
+    timing: bool | None = None,
+    timing_plan: TimingPlan | None = None,
+    num_threads: int | None = None,
+    out_dir: Path | None = None,
+    sandbox: SandboxMode | None = None,
+    policy: Policy | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> EvalOptions:
+    """Options from the settings (`EvalOptions.from_settings`), with the CPU's thread count
+    pinned so eager and the candidate run on the same threads."""
+    if device == Device.CPU and num_threads is None:
         import torch
 
-        overrides["num_threads"] = torch.get_num_threads()
-    return EvalOptions.from_settings(settings, device=device, **overrides)
+        num_threads = torch.get_num_threads()
+    return EvalOptions.from_settings(
+        settings,
+        device=device,
+        size=size,
+        trials=trials,
+        baselines=baselines,
+        timing=timing,
+        timing_plan=timing_plan,
+        num_threads=num_threads,
+        out_dir=out_dir,
+        sandbox=sandbox,
+        policy=policy,
+        progress=progress,
+    )
 
 
 def open_session(problem: Problem, opts: EvalOptions, *, warm: bool = True) -> EvalSession:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from kernelwright.problems import Problem
 from kernelwright.problems.instance import materialize
+from kernelwright.vocabulary import Size
 
 
 def input_shapes(problem: Problem, size: str) -> list[str]:
-    inst = materialize(problem, "small" if size == "small" else "default")
+    inst = materialize(problem, Size.SMALL if size == Size.SMALL else Size.DEFAULT)
     return [
         f"{tuple(t.shape)} {str(t.dtype).removeprefix('torch.')}" if hasattr(t, "shape") else repr(t)
         for t in inst.inputs
@@ -21,7 +22,7 @@ def problem_brief(problem: Problem, size: str) -> str:
         f"problem: {problem.qualified}",
         f"description: {problem.meta.description or '(none)'}",
         f"dtype: {problem.meta.dtype}; tolerance atol={atol:g} rtol={rtol:g}",
-        f"inputs at size {size!r}: {'; '.join(input_shapes(problem, size))}",
+        f"inputs at size {str(size)!r}: {'; '.join(input_shapes(problem, size))}",
         "held-out shape variants are tested too" if problem.has_variants else "",
     ]
     return "\n".join(line for line in lines if line)

@@ -17,7 +17,7 @@ from kernelwright.hardware_specs import peaks
 from kernelwright.harness.checks.static.analysis import analyze_candidate
 from kernelwright.harness.sandbox import confine
 from kernelwright.harness.sandbox.confined_exec import ISOLATION_FILE, wrapper_argv
-from kernelwright.harness.sandbox.isolation import Isolation, SandboxMode, looks_secret
+from kernelwright.harness.sandbox.isolation import Isolation, looks_secret
 from kernelwright.profiler import (
     DEFAULT_SECTIONS,
     NcuDigest,
@@ -29,6 +29,7 @@ from kernelwright.profiler import (
     load_report,
     profile_problem,
 )
+from kernelwright.vocabulary import SandboxMode, Size
 
 log = logging.getLogger(__name__)
 GPU_NAME_METRIC = "device__attribute_display_name"
@@ -84,7 +85,17 @@ def _describe(isolation: Isolation | None) -> str:
 
 
 def profile_candidate(
-    problem: str, candidate: Path, *, report_path: Path, sandbox: SandboxMode = "best-effort", **kwargs: Any
+    problem: str,
+    candidate: Path,
+    *,
+    report_path: Path,
+    sandbox: SandboxMode = SandboxMode.BEST_EFFORT,
+    options: NcuOptions | None = None,
+    warmup: int = 3,
+    iters: int = 1,
+    size: Size = Size.DEFAULT,
+    timeout_s: float = 300.0,
+    build_cache: Path | None = None,
 ) -> ProfileResult:
     """Profile a candidate under ncu with its target inside the sandbox's layers (Landlock,
     no capabilities, no socket reaching a peer, TCP denied; the shared build cache only read:
@@ -94,8 +105,23 @@ def profile_candidate(
     whose driver does not start under them (`confine.cuda_after_layers`), and where ncu fails on
     a confined target, best-effort profiles without the layers; `ProfileResult.sandbox` says
     which. Strict refuses to profile a candidate at all: its target cannot have the full set.
-    `kwargs` go to `profile_problem`."""
-    if sandbox == "strict":
+    `options` to `build_cache` are `profile_problem`'s."""
+
+    def unconfined() -> ProfileResult:
+        return profile_problem(
+            problem,
+            candidate,
+            report_path=report_path,
+            options=options,
+            warmup=warmup,
+            iters=iters,
+            size=size,
+            timeout_s=timeout_s,
+            build_cache=build_cache,
+            drop_env=looks_secret,
+        )
+
+    if sandbox == SandboxMode.STRICT:
         return ProfileResult(
             status=ProfileStatus.FAILED,
             message="--sandbox strict: a candidate's ncu target cannot get the full set of layers: ncu attaches "
@@ -105,7 +131,7 @@ def profile_candidate(
         )
     works, why = confine.cuda_after_layers()
     if not works:
-        result = profile_problem(problem, candidate, report_path=report_path, drop_env=looks_secret, **kwargs)
+        result = unconfined()
         result.sandbox = f"none: this host's CUDA driver does not start under the layers ({why}); secrets removed"
         return result
     with tempfile.TemporaryDirectory(prefix="kw-profile-") as scratch:
@@ -114,10 +140,15 @@ def profile_candidate(
             problem,
             candidate,
             report_path=report_path,
+            options=options,
+            warmup=warmup,
+            iters=iters,
+            size=size,
+            timeout_s=timeout_s,
+            build_cache=build_cache,
             launcher=wrapper_argv(root, sandbox),
             private_build_cache=root / "build-cache",
             drop_env=looks_secret,
-            **kwargs,
         )
         written = root / ISOLATION_FILE
         isolation = Isolation.model_validate_json(written.read_text()) if written.is_file() else None
@@ -126,7 +157,7 @@ def profile_candidate(
     if result.ok or any(marker in text for marker in _CANDIDATE_FAILED):
         return result
     log.warning("ncu could not profile the sandboxed target (%s); profiling without the sandbox", result.one_line())
-    retry = profile_problem(problem, candidate, report_path=report_path, drop_env=looks_secret, **kwargs)
+    retry = unconfined()
     retry.sandbox = f"none: under the sandbox ncu failed ({result.one_line()[:300]}); profiled without it"
     return retry
 

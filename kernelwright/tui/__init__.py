@@ -4,6 +4,7 @@ and steers through `agent.control.RunControl`; nothing below it imports textual.
 
 - `app.py`: `make_app(settings, ...)`, the app and its commands;
 - `launch.py`: what a run needs (`RunRequest`, `RunBackend`) and the thread it runs in;
+- `host.py`: `AppHost`, what the screens ask of the app (so no screen imports `app.py`);
 - `screens/`: start, run (the main screen), plan approval, prompts, report chat;
 - `widgets/`: timeline, candidate tree, detail panes, meters, speedup chart.
 """

@@ -98,6 +98,24 @@ class KernelwrightApp(App[int]):
         self.exit(0)
 
 
-def make_app(settings: Settings, **kwargs: object) -> KernelwrightApp:
-    """The app, with its dependencies (`backend`, `choices`, `chat_factory`) swappable for tests."""
-    return KernelwrightApp(settings, **kwargs)  # type: ignore[arg-type]
+def make_app(
+    settings: Settings,
+    *,
+    request: RunRequest | None = None,
+    report: Path | None = None,
+    compare: Path | None = None,
+    backend: RunBackend | None = None,
+    choices: StartChoices | None = None,
+    chat_factory: ChatFactory | None = None,
+) -> KernelwrightApp:
+    """The app: a run to open (`request`), or a report to chat about (`report`, `compare`), else
+    the start screen; its dependencies (`backend`, `choices`, `chat_factory`) swappable for tests."""
+    return KernelwrightApp(
+        settings,
+        request=request,
+        report=report,
+        compare=compare,
+        backend=backend,
+        choices=choices,
+        chat_factory=chat_factory,
+    )

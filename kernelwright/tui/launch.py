@@ -1,7 +1,8 @@
 """What the TUI runs and how: a `RunRequest` (a new run, a resumed one, a finished one to browse),
-the `RunBackend` that supplies a run's chat models, evaluator, profiler and memory (the real
-harness by default; tests pass a fake one, as posting's `make_app(settings, deps)` does), and
-`RunThread`, which runs the graph in a daemon thread with a `RunControl` for steering.
+the `RunBackend` that supplies a run's chat models, evaluator, profiler and memory (the agent's
+`assembly.PartsSource`: the real harness by default; tests pass a fake one, as posting's
+`make_app(settings, deps)` does), and `RunThread`, which runs the graph in a daemon thread with a
+`RunControl` for steering.
 
 Leaving mid-run (`leave`) detaches the control and ends the harness's workers, as Ctrl-C does in
 the headless commands: the graph stops at a checkpoint, nothing is judged from a killed worker,
@@ -10,18 +11,15 @@ and the run stays resumable.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
+from kernelwright.agent.assembly import HarnessParts, PartsSource, assemble
 from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.control import RunControl
-from kernelwright.agent.deps import Evaluator, Memory, Profiler
 from kernelwright.agent.events import _Event
-from kernelwright.agent.runner import RunOutcome, harness_session, open_memory, run
-from kernelwright.agent.scripted import ScriptedSession
+from kernelwright.agent.runner import RunOutcome, RunSteering, run
 from kernelwright.config import Settings
 from kernelwright.harness.workers import live
 
@@ -40,37 +38,8 @@ class RunRequest:
     picture of a run in progress, for tests and demos); None shows them all."""
 
 
-class RunBackend(Protocol):
-    """Where a run's live parts come from."""
-
-    def models(self, config: AgentConfig) -> tuple[dict[str, Any], ScriptedSession | None]: ...
-
-    def evaluator(self, config: AgentConfig, settings: Settings) -> contextlib.AbstractContextManager[Evaluator]: ...
-
-    def profiler(self, config: AgentConfig, settings: Settings) -> tuple[Profiler | None, str]: ...
-
-    def memory(self, config: AgentConfig) -> contextlib.AbstractContextManager[Memory | None]: ...
-
-
-class HarnessBackend:
-    """The real thing: the configured endpoint (or the package's scripted session), the warm
-    EvalSession, Nsight Compute where there is a GPU, the memory database."""
-
-    def models(self, config: AgentConfig) -> tuple[dict[str, Any], ScriptedSession | None]:
-        from kernelwright.agent.models import make_models
-
-        return make_models(config)
-
-    def evaluator(self, config: AgentConfig, settings: Settings) -> contextlib.AbstractContextManager[Evaluator]:
-        return harness_session(config, settings)
-
-    def profiler(self, config: AgentConfig, settings: Settings) -> tuple[Profiler | None, str]:
-        from kernelwright.agent.profiling import make_profiler
-
-        return make_profiler(config, settings)
-
-    def memory(self, config: AgentConfig) -> contextlib.AbstractContextManager[Memory | None]:
-        return open_memory(config, None)
+RunBackend = PartsSource  # where a run's live parts come from (tests pass a fake one)
+HarnessBackend = HarnessParts
 
 
 @dataclass
@@ -101,24 +70,12 @@ class RunThread:
         outcome: RunOutcome | None = None
         error: BaseException | None = None
         try:
-            models, session = self.backend.models(config)
-            subscribers: list[Callable[[_Event], None]] = [self.on_event]
-            if session is not None and session.expected_verdicts:
-                subscribers.append(session.watch)  # a scripted run stops where reality leaves its script
-            profiler, missing = self.backend.profiler(config, self.settings)
-            with self.backend.memory(config) as memory, self.backend.evaluator(config, self.settings) as evaluator:
-                outcome = run(
-                    config,
-                    models,
-                    evaluator,
-                    resume=self.request.resume,
-                    subscribers=tuple(subscribers),
-                    scripted=session,
-                    profiler=profiler,
-                    profiler_missing=missing,
-                    memory=memory,
-                    control=self.control,
+            with assemble(config, self.settings, self.backend) as parts:
+                # a scripted run stops where reality leaves its script (`script_watch`)
+                steering = RunSteering(
+                    resume=self.request.resume, subscribers=(self.on_event, *parts.script_watch()), control=self.control
                 )
+                outcome = run(config, parts, steering)
         except BaseException as exc:  # shown in the app, never raised into it
             error = exc
         finally:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
-from kernelwright.agent.configuration import AgentConfig
+from kernelwright.agent.configuration import AgentConfig, RunFlags
 from kernelwright.agent.scripted import ScriptedSession
 from kernelwright.config import load_settings
 from kernelwright.harness.result import EvalResult
@@ -75,12 +76,12 @@ def review(decision: str = "iterate", lesson: str = "a lesson", feedback: str = 
     return {"decision": decision, "feedback": feedback, "lesson": lesson}
 
 
-def config(**flags: object) -> AgentConfig:
+def config(problem: str = "relu", run_id: str | None = None, **flags: Any) -> AgentConfig:
+    """A test run's config: `flags` are `RunFlags` fields (an unknown name is a TypeError)."""
     settings = load_settings()
-    flags.setdefault("problem", "relu")
     flags.setdefault("size", "small")
     flags.setdefault("scripted", "test")
-    return AgentConfig.from_settings(settings, **flags)
+    return AgentConfig.from_settings(settings, problem, RunFlags(**flags), run_id=run_id)
 
 
 def models(session: ScriptedSession) -> dict[str, object]:

@@ -22,7 +22,7 @@ def _first_run() -> runner.RunOutcome:
             "reviewer": [review(), review()],
         }
     )
-    return runner.run(config(max_rounds=2), models(session), FakeEvaluator(), scripted=session)  # type: ignore[arg-type]
+    return runner.run(config(max_rounds=2), runner.RunParts(models(session), FakeEvaluator(), scripted=session))  # type: ignore[arg-type]
 
 
 def test_a_new_run_branches_from_an_earlier_candidate() -> None:
@@ -38,7 +38,7 @@ def test_a_new_run_branches_from_an_earlier_candidate() -> None:
             "reviewer": [review(), review()],
         }
     )
-    outcome = runner.run(branched, models(session), FakeEvaluator(), scripted=session)  # type: ignore[arg-type]
+    outcome = runner.run(branched, runner.RunParts(models(session), FakeEvaluator(), scripted=session))  # type: ignore[arg-type]
     run_dir = branched.run_dir
     assert (run_dir / "candidates" / "000.py").read_text() == (
         first.config.run_dir / "candidates" / "001.py"
@@ -79,22 +79,25 @@ def test_llm_settings_reach_the_config_and_flags_win(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("KERNELWRIGHT_LLM_CODER_MODEL", "big-coder")
     monkeypatch.setenv("KERNELWRIGHT_LLM_PRICE_IN_PER_1K", "0.5")
     monkeypatch.setenv("KERNELWRIGHT_LLM_PRICE_OUT_PER_1K", "1.5")
-    from kernelwright.agent.configuration import AgentConfig
+    from kernelwright.agent.configuration import AgentConfig, RunFlags
+    from kernelwright.vocabulary import StructuredOutput
 
     settings = load_settings()
-    cfg = AgentConfig.from_settings(settings, problem="relu", model="small")
+    cfg = AgentConfig.from_settings(settings, "relu", RunFlags(model="small"))
     assert (cfg.request_timeout_s, cfg.max_retries, cfg.structured_method) == (33.0, 1, "json_schema")
     assert (cfg.price_in_per_1k, cfg.price_out_per_1k) == (0.5, 1.5)
     assert cfg.role("coder").model == "big-coder" and cfg.role("planner").model == "small"
     assert cfg.role("reviewer").temperature == 0.7 and cfg.role("reviewer").max_tokens == 1000
     flagged = AgentConfig.from_settings(
         settings,
-        problem="relu",
-        coder_model="flag-coder",
-        temperature=0.0,
-        structured_method="plain_json",
-        request_timeout_s=5.0,
-        price_in_per_1k=None,
+        "relu",
+        RunFlags(
+            coder_model="flag-coder",
+            temperature=0.0,
+            structured_method=StructuredOutput.PLAIN_JSON,
+            request_timeout_s=5.0,
+            price_in_per_1k=None,
+        ),
     )
     assert flagged.role("coder").model == "flag-coder" and flagged.role("coder").temperature == 0.0
     assert flagged.structured_method == "plain_json" and flagged.request_timeout_s == 5.0

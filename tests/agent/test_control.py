@@ -54,11 +54,8 @@ def _start(script: dict[str, list[object]], control: RunControl, watch: Watch, *
         try:
             box["outcome"] = runner.run(
                 cfg,
-                models(session),  # type: ignore[arg-type]
-                FakeEvaluator(),
-                scripted=session,
-                subscribers=(watch,),
-                control=control,
+                runner.RunParts(models(session), FakeEvaluator(), scripted=session),
+                runner.RunSteering(subscribers=(watch,), control=control),
             )
         except BaseException as exc:  # the test reads it
             box["error"] = exc
@@ -171,7 +168,9 @@ def test_leaving_while_paused_leaves_a_resumable_run() -> None:
     # later, headless: --resume finishes it without re-evaluating candidate 1
     session = ScriptedSession(TWO_ROUNDS)  # type: ignore[arg-type]
     evaluator = FakeEvaluator()
-    again = runner.run(cfg, models(session), evaluator, scripted=session, resume=True)  # type: ignore[arg-type]
+    again = runner.run(
+        cfg, runner.RunParts(models(session), evaluator, scripted=session), runner.RunSteering(resume=True)
+    )  # type: ignore[arg-type]
     assert again.finished and again.accepted and len(evaluator.calls) == 1
 
 
@@ -202,7 +201,7 @@ def test_the_gpu_time_budget_counts_device_phases_and_stops_the_run() -> None:
         }  # type: ignore[dict-item]
     )
     cfg = config(device="cuda", backend="cuda", max_gpu_s=100.0, max_rounds=3)
-    outcome = runner.run(cfg, models(session), GpuEvaluator(), scripted=session)  # type: ignore[arg-type]
+    outcome = runner.run(cfg, runner.RunParts(models(session), GpuEvaluator(), scripted=session))  # type: ignore[arg-type]
     assert outcome.stop_reason == "budget: GPU time 130 s used (limit 100 s)"  # build time is not GPU time
     assert outcome.state["round"] == 2 and outcome.state["usage"]["gpu_s"] == pytest.approx(130.0)
 
@@ -225,7 +224,9 @@ def test_a_second_process_cannot_drive_a_run_in_progress() -> None:
     cfg = config(max_rounds=1)
     box: dict[str, Any] = {}
     thread = threading.Thread(
-        target=lambda: box.setdefault("outcome", runner.run(cfg, models(session), gate, scripted=session)),  # type: ignore[arg-type]
+        target=lambda: box.setdefault(
+            "outcome", runner.run(cfg, runner.RunParts(models(session), gate, scripted=session))
+        ),  # type: ignore[arg-type]
         daemon=True,
     )
     thread.start()
@@ -235,7 +236,9 @@ def test_a_second_process_cannot_drive_a_run_in_progress() -> None:
         threading.Event().wait(0.05)
     other = ScriptedSession(TWO_ROUNDS)  # type: ignore[arg-type]
     with pytest.raises(UsageError, match=f"run {cfg.run_id} is in progress in process"):
-        runner.run(cfg, models(other), FakeEvaluator(), scripted=other, resume=True)  # type: ignore[arg-type]
+        runner.run(
+            cfg, runner.RunParts(models(other), FakeEvaluator(), scripted=other), runner.RunSteering(resume=True)
+        )  # type: ignore[arg-type]
     gate.allow()
     thread.join(TIMEOUT)
     assert box["outcome"].finished

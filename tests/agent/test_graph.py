@@ -16,7 +16,7 @@ from tests.agent.helpers import FakeEvaluator, code, config, models, plan, revie
 def _run(script: dict[str, list[object]], evaluator: FakeEvaluator | None = None, **flags: object):
     session = ScriptedSession(script)  # type: ignore[arg-type]
     cfg = config(**flags)
-    outcome = runner.run(cfg, models(session), evaluator or FakeEvaluator(), scripted=session)  # type: ignore[arg-type]
+    outcome = runner.run(cfg, runner.RunParts(models(session), evaluator or FakeEvaluator(), scripted=session))  # type: ignore[arg-type]
     return outcome, session
 
 
@@ -130,7 +130,7 @@ def test_script_running_out_is_a_clear_error_and_the_run_is_saved() -> None:
     session = ScriptedSession({"planner": [plan()], "coder": [code("correct none 0.5")], "reviewer": []})
     cfg = config()
     with pytest.raises(ScriptExhausted, match="0 reviewer replies; the run asked for reply 1"):
-        runner.run(cfg, models(session), FakeEvaluator(), scripted=session)  # type: ignore[arg-type]
+        runner.run(cfg, runner.RunParts(models(session), FakeEvaluator(), scripted=session))  # type: ignore[arg-type]
     summary = json.loads((cfg.run_dir / "summary.json").read_text())
     assert summary["stop_reason"].startswith("interrupted") and len(summary["candidates"]) == 1
 
@@ -153,10 +153,16 @@ def test_a_run_killed_mid_round_resumes_without_re_evaluating() -> None:
 
     first = ScriptedSession(script)  # type: ignore[arg-type]
     with pytest.raises(Kill):
-        runner.run(cfg, models(first), evaluator, scripted=first, subscribers=(kill_after_first_result,))  # type: ignore[arg-type]
+        runner.run(
+            cfg,
+            runner.RunParts(models(first), evaluator, scripted=first),
+            runner.RunSteering(subscribers=(kill_after_first_result,)),
+        )  # type: ignore[arg-type]
     assert len(evaluator.calls) == 1
     again = ScriptedSession(script)  # type: ignore[arg-type]
-    outcome = runner.run(cfg, models(again), evaluator, scripted=again, resume=True)  # type: ignore[arg-type]
+    outcome = runner.run(
+        cfg, runner.RunParts(models(again), evaluator, scripted=again), runner.RunSteering(resume=True)
+    )  # type: ignore[arg-type]
     assert len(evaluator.calls) == 2  # candidate 1 read back by source hash, candidate 2 evaluated
     assert outcome.accepted and [c["index"] for c in outcome.candidates] == [1, 2]
     cached = [e for e in outcome.events if getattr(e, "kind", "") == "candidate_evaluated"]
@@ -166,7 +172,11 @@ def test_a_run_killed_mid_round_resumes_without_re_evaluating() -> None:
 def test_a_queued_hint_reaches_the_next_planner_prompt() -> None:
     session = ScriptedSession({"planner": [plan()], "coder": [code("correct none 2.0")], "reviewer": [review()]})
     cfg = config()
-    runner.run(cfg, models(session), FakeEvaluator(), scripted=session, hints=("try AVX-512 intrinsics",))  # type: ignore[arg-type]
+    runner.run(
+        cfg,
+        runner.RunParts(models(session), FakeEvaluator(), scripted=session),
+        runner.RunSteering(hints=("try AVX-512 intrinsics",)),
+    )  # type: ignore[arg-type]
     assert "try AVX-512 intrinsics" in session.prompts["planner"][0][-1].content
 
 
@@ -235,6 +245,10 @@ def test_a_scripted_run_stops_at_the_first_unexpected_verdict() -> None:
     session = ScriptedSession(script, expected_verdicts=["correct", "correct"])  # type: ignore[arg-type]
     cfg = config()
     with pytest.raises(ScriptDiverged, match=r"candidate 2 .* is crashed \(segfault\); the script expected correct"):
-        runner.run(cfg, models(session), FakeEvaluator(), scripted=session, subscribers=(session.watch,))  # type: ignore[arg-type]
+        runner.run(
+            cfg,
+            runner.RunParts(models(session), FakeEvaluator(), scripted=session),
+            runner.RunSteering(subscribers=(session.watch,)),
+        )  # type: ignore[arg-type]
     summary = json.loads((cfg.run_dir / "summary.json").read_text())
     assert summary["stop_reason"].startswith("interrupted: candidate 2") and len(summary["candidates"]) == 1

@@ -36,7 +36,7 @@ class Hangs(FakeEvaluator):
         return super().evaluate(candidates)
 
 session = ScriptedSession(SCRIPT)
-runner.run(config(run_id=sys.argv[1], max_rounds=3), models(session), Hangs(), scripted=session)
+runner.run(config(run_id=sys.argv[1], max_rounds=3), runner.RunParts(models(session), Hangs(), scripted=session))
 """
 
 
@@ -57,7 +57,9 @@ def test_kill_9_mid_evaluation_then_resume(tmp_path: Path) -> None:
     assert len(list((cfg.run_dir / "results").glob("*.json"))) == 1
     evaluator = FakeEvaluator()
     session = ScriptedSession(SCRIPT)  # type: ignore[arg-type]
-    outcome = runner.run(cfg, models(session), evaluator, scripted=session, resume=True)  # type: ignore[arg-type]
+    outcome = runner.run(
+        cfg, runner.RunParts(models(session), evaluator, scripted=session), runner.RunSteering(resume=True)
+    )  # type: ignore[arg-type]
     assert len(evaluator.calls) == 1 and "1.6" in evaluator.calls[0]  # candidate 1 was not evaluated again
     assert outcome.accepted and [c["index"] for c in outcome.candidates] == [1, 2]
     assert session.position == {"planner": 2, "coder": 2, "reviewer": 2}

@@ -20,7 +20,9 @@ from tests.agent.helpers import FakeEvaluator, code, config, models, plan, revie
 
 def _run(script: dict[str, list[object]], evaluator: FakeEvaluator | None = None, **flags: object):
     session = ScriptedSession(script)  # type: ignore[arg-type]
-    outcome = runner.run(config(**flags), models(session), evaluator or FakeEvaluator(), scripted=session)  # type: ignore[arg-type]
+    outcome = runner.run(
+        config(**flags), runner.RunParts(models(session), evaluator or FakeEvaluator(), scripted=session)
+    )  # type: ignore[arg-type]
     return outcome, session
 
 
@@ -66,7 +68,11 @@ def test_a_killed_run_has_already_remembered_what_was_judged() -> None:
     session = ScriptedSession(FIRST)  # type: ignore[arg-type]
     cfg = config(max_rounds=2)
     with pytest.raises(Kill):
-        runner.run(cfg, models(session), FakeEvaluator(), scripted=session, subscribers=(kill,))  # type: ignore[arg-type]
+        runner.run(
+            cfg,
+            runner.RunParts(models(session), FakeEvaluator(), scripted=session),
+            runner.RunSteering(subscribers=(kill,)),
+        )  # type: ignore[arg-type]
     with _memory() as kb:
         [row] = kb.candidates(run_id=cfg.run_id)
     assert row.verdict == "rejected" and row.plan == "a first single-pass loop"
@@ -153,7 +159,7 @@ class _Profiler:
 def test_the_profilers_digest_is_attached_to_the_candidate() -> None:
     session = ScriptedSession({"planner": [plan()], "coder": [code("correct none 1.3")], "reviewer": [review()]})
     cfg = config(device="cuda", backend="cuda")
-    runner.run(cfg, models(session), FakeEvaluator(), scripted=session, profiler=_Profiler())  # type: ignore[arg-type]
+    runner.run(cfg, runner.RunParts(models(session), FakeEvaluator(), scripted=session, profiler=_Profiler()))  # type: ignore[arg-type]
     with _memory() as kb:
         [row] = kb.candidates(run_id=cfg.run_id)
     assert row.digest.startswith("kernel: relu_kernel of 001.py") and row.lesson == "a lesson"

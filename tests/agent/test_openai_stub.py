@@ -88,7 +88,7 @@ def test_chat_openai_against_the_stub_drives_the_graph(stub: tuple[Stub, str], m
     monkeypatch.setenv("OPENAI_BASE_URL", url)
     cfg = config(scripted=None, model="stub-model", price_in_per_1k=0.01, price_out_per_1k=0.03)
     models = {role: chat_model(cfg, role) for role in ROLES}
-    outcome = runner.run(cfg, models, FakeEvaluator())  # type: ignore[arg-type]
+    outcome = runner.run(cfg, runner.RunParts(models, FakeEvaluator()))  # type: ignore[arg-type]
     assert outcome.accepted
     assert [bool(r.get("tools")) for r in state.requests] == [True, False, True]  # planner, coder, reviewer
     assert {r["model"] for r in state.requests} == {"stub-model"}
@@ -106,7 +106,7 @@ def test_a_tool_call_round_trips_through_chat_openai(stub: tuple[Stub, str], mon
     monkeypatch.setenv("OPENAI_BASE_URL", url)
     state.tool_first = {"name": "gpu_specs", "args": {"question": "l2", "gpu": "h100"}}
     cfg = config(scripted=None, model="stub-model")
-    outcome = runner.run(cfg, {role: chat_model(cfg, role) for role in ROLES}, FakeEvaluator())  # type: ignore[arg-type]
+    outcome = runner.run(cfg, runner.RunParts({role: chat_model(cfg, role) for role in ROLES}, FakeEvaluator()))  # type: ignore[arg-type]
     assert outcome.accepted and len(state.requests) == 4  # planner twice (tool call, then Plan), coder, reviewer
     follow_up = state.requests[1]["messages"]
     assert follow_up[-2]["role"] == "assistant" and follow_up[-2]["tool_calls"][0]["function"]["name"] == "gpu_specs"
@@ -126,14 +126,14 @@ def test_a_persisting_api_error_is_exit_5_and_the_run_resumes(
     state.fail_with = status
     models = {role: chat_model(cfg, role) for role in ROLES}
     with pytest.raises(EnvironmentProblem) as caught:
-        runner.run(cfg, models, FakeEvaluator())  # type: ignore[arg-type]
+        runner.run(cfg, runner.RunParts(models, FakeEvaluator()))  # type: ignore[arg-type]
     line = caught.value.one_line()
     assert caught.value.exit_code == ExitCode.ENVIRONMENT and "\n" not in line
     assert url in line and words in line and f"--resume {cfg.run_id}" in line
     assert len(state.requests) == (1 if status == 401 else 2)  # 5xx retried once, 401 not at all
     assert json.loads((cfg.run_dir / "summary.json").read_text())["stop_reason"].startswith("interrupted")
     state.fail_with = None
-    outcome = runner.run(cfg, models, FakeEvaluator(), resume=True)  # type: ignore[arg-type]
+    outcome = runner.run(cfg, runner.RunParts(models, FakeEvaluator()), runner.RunSteering(resume=True))  # type: ignore[arg-type]
     assert outcome.accepted
 
 

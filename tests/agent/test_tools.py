@@ -75,7 +75,7 @@ def test_planner_tool_calls_answer_from_the_run_and_the_loop_is_bounded() -> Non
     }
     session = ScriptedSession(script)  # type: ignore[arg-type]
     cfg = config(max_rounds=2)
-    outcome = runner.run(cfg, models(session), FakeEvaluator(), scripted=session)  # type: ignore[arg-type]
+    outcome = runner.run(cfg, runner.RunParts(models(session), FakeEvaluator(), scripted=session))  # type: ignore[arg-type]
     assert outcome.accepted and outcome.state["plan"] == "second"
     assert session.tools["planner"] == ["gpu_specs", "read_candidate", "profile_digest", "digest_diff", "Plan"]
     assert len(session.prompts["planner"]) == 6 and session.position["planner"] == 6
@@ -106,14 +106,16 @@ def test_tool_results_are_truncated() -> None:
     }
     session = ScriptedSession(script)  # type: ignore[arg-type]
     cfg = config(max_rounds=2, tool_result_chars=300)
-    runner.run(cfg, models(session), FakeEvaluator(), scripted=session)  # type: ignore[arg-type]
+    runner.run(cfg, runner.RunParts(models(session), FakeEvaluator(), scripted=session))  # type: ignore[arg-type]
     text = _tool_results(session, "planner", 2)["read_candidate"]
     assert len(text) < 400 and "[truncated:" in text
 
 
 def test_plain_json_endpoints_get_no_tools() -> None:
     session = ScriptedSession({"planner": [plan()], "coder": [code("correct none 2.0")], "reviewer": [review()]})
-    runner.run(config(structured_method="plain_json"), models(session), FakeEvaluator(), scripted=session)  # type: ignore[arg-type]
+    runner.run(
+        config(structured_method="plain_json"), runner.RunParts(models(session), FakeEvaluator(), scripted=session)
+    )  # type: ignore[arg-type]
     assert "planner" not in session.tools
     assert "(none on this endpoint" in str(session.prompts["planner"][0][-1].content)
 
@@ -132,7 +134,7 @@ def test_profile_node_profiles_correct_candidates_and_the_reviewer_reads_the_dig
     session = ScriptedSession(script)  # type: ignore[arg-type]
     evaluator, profiler = ReadyEvaluator(), StubProfiler()
     cfg = config(device="cuda", backend="cuda", max_rounds=2)
-    outcome = runner.run(cfg, models(session), evaluator, scripted=session, profiler=profiler)  # type: ignore[arg-type]
+    outcome = runner.run(cfg, runner.RunParts(models(session), evaluator, scripted=session, profiler=profiler))  # type: ignore[arg-type]
     assert outcome.accepted
     assert [c.name for c, _ in profiler.calls] == ["001.py", "003.py"]  # correct ones only
     assert profiler.calls[0][1] == cfg.run_dir / "evidence" / "001" / "candidate.ncu-rep"
@@ -153,7 +155,9 @@ def test_profile_node_profiles_correct_candidates_and_the_reviewer_reads_the_dig
 def test_profile_node_skips_on_cuda_without_ncu_and_says_why() -> None:
     session = ScriptedSession({"planner": [plan()], "coder": [code("correct none 2.0")], "reviewer": [review()]})
     cfg = config(device="cuda", backend="cuda")
-    outcome = runner.run(cfg, models(session), FakeEvaluator(), scripted=session, profiler_missing="ncu is not here")  # type: ignore[arg-type]
+    outcome = runner.run(
+        cfg, runner.RunParts(models(session), FakeEvaluator(), scripted=session, profiler_missing="ncu is not here")
+    )  # type: ignore[arg-type]
     skipped = [e for e in outcome.events if getattr(e, "kind", "") == "profile_skipped"]
     assert [e.why for e in skipped] == ["profiling skipped: ncu is not here"]
     assert "ncu is not here" in str(session.prompts["reviewer"][0][-1].content)
@@ -167,7 +171,7 @@ def test_a_failed_profile_is_a_note_not_an_error() -> None:
 
     session = ScriptedSession({"planner": [plan()], "coder": [code("correct none 2.0")], "reviewer": [review()]})
     cfg = config(device="cuda", backend="cuda")
-    outcome = runner.run(cfg, models(session), FakeEvaluator(), scripted=session, profiler=Fails())  # type: ignore[arg-type]
+    outcome = runner.run(cfg, runner.RunParts(models(session), FakeEvaluator(), scripted=session, profiler=Fails()))  # type: ignore[arg-type]
     assert outcome.accepted
     assert outcome.state["profiles"]["1"]["note"] == "profiling failed: no_permission: ERR_NVGPUCTRPERM"
     assert "ERR_NVGPUCTRPERM" in str(session.prompts["reviewer"][0][-1].content)

@@ -21,6 +21,7 @@ from kernelwright.tui.screens.prompt import ConfirmScreen, PromptScreen
 from kernelwright.tui.screens.run import RunScreen
 from kernelwright.tui.widgets.candidates import CandidateTree
 from kernelwright.tui.widgets.timeline import Timeline
+from kernelwright.vocabulary import Device
 from tests.agent.helpers import FakeEvaluator, code, models, plan, review
 from tests.tui.helpers import SCRIPT, FakeBackend, fake_app, gated_app, run_screen, wait_for
 
@@ -211,7 +212,9 @@ async def test_leaving_mid_run_leaves_a_resumable_run() -> None:
     assert not summary["finished"] and summary["candidates"] == []
     session = ScriptedSession(SCRIPT)  # type: ignore[arg-type]
     evaluator = FakeEvaluator()
-    outcome = runner.run(cfg, models(session), evaluator, scripted=session, resume=True)  # type: ignore[arg-type]
+    outcome = runner.run(
+        cfg, runner.RunParts(models(session), evaluator, scripted=session), runner.RunSteering(resume=True)
+    )  # type: ignore[arg-type]
     assert outcome.finished and outcome.accepted and len(evaluator.calls) == 2
 
 
@@ -284,7 +287,7 @@ async def test_the_start_screen_builds_the_run_it_describes(tmp_path: Path) -> N
     from kernelwright.problems.loader import builtin_problems
     from kernelwright.tui.screens.start import StartChoices, StartScreen
 
-    choices = StartChoices(problems=builtin_problems(), runs=[], devices=["cpu"])
+    choices = StartChoices(problems=builtin_problems(), runs=[], devices=[Device.CPU])
     app = make_app(load_settings(), choices=choices, backend=FakeBackend())
     async with app.run_test(size=(80, 24)) as pilot:
         screen = app.screen

@@ -13,6 +13,7 @@ from kernelwright.problems.loader import builtin_problems
 from kernelwright.tui.app import make_app
 from kernelwright.tui.launch import RunRequest
 from kernelwright.tui.screens.start import StartChoices
+from kernelwright.vocabulary import Device
 from tests.tui.helpers import FakeBackend, recorded_run
 
 # The event after which round 3's evaluation is running: a mid-run picture.
@@ -26,7 +27,7 @@ def _app(runs_dir: Path, replay: int | None = None):  # type: ignore[no-untyped-
 
 
 def test_start_screen(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    choices = StartChoices(problems=builtin_problems(), runs=[], devices=["cpu"])
+    choices = StartChoices(problems=builtin_problems(), runs=[], devices=[Device.CPU])
     app = make_app(load_settings(), choices=choices, backend=FakeBackend())
     assert snap_compare(app, terminal_size=(80, 24))
 

@@ -30,7 +30,7 @@ from kernelwright.agent import llm
 from kernelwright.agent.ask.citations import Citation, check_citations, mark
 from kernelwright.agent.ask.reports import ReportSet
 from kernelwright.agent.ask.tools import make_tools
-from kernelwright.agent.configuration import AgentConfig
+from kernelwright.agent.configuration import AgentConfig, RunFlags
 from kernelwright.agent.tools import describe_tools, run_tool_calls
 from kernelwright.config import Settings
 
@@ -197,7 +197,7 @@ def chat_from_settings(
 ) -> AskChat:
     """The chat on the configured endpoint; it talks to the reviewer's model (the role that reads
     profiles): `model`, else llm_reviewer_model, else llm_model."""
-    config = AgentConfig.from_settings(settings, problem="ask", run_id="ask", reviewer_model=model)
+    config = AgentConfig.from_settings(settings, "ask", RunFlags(reviewer_model=model), run_id="ask")
     return AskChat(
         reports,
         llm.chat_model(config, "reviewer"),

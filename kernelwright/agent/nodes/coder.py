@@ -18,13 +18,12 @@ from kernelwright.agent.events import CoderRetry
 from kernelwright.agent.nodes.common import (
     ask,
     best_source,
-    brief,
     messages,
-    problem_of,
     started,
     stopped_by_user,
     tail,
 )
+from kernelwright.agent.problems import brief, problem_of
 from kernelwright.agent.state import AgentState, add_usage
 from kernelwright.harness.checks.static.common import python_parser
 

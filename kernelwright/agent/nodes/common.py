@@ -21,8 +21,6 @@ from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import StepStarted, ToolCalled, UsageUpdated
 from kernelwright.agent.state import AgentState, CandidateRecord, add_usage
 from kernelwright.agent.tools import make_tools, run_tool_calls
-from kernelwright.problems import Problem, resolve_problem
-from kernelwright.tools.problem import problem_brief
 
 PROMPTS = Path(__file__).parent / "prompts"
 T = TypeVar("T", bound=BaseModel)
@@ -38,16 +36,6 @@ def messages(role: Role, **values: object) -> list[BaseMessage]:
         SystemMessage(template("system").safe_substitute(role=role)),
         HumanMessage(template(role).safe_substitute({k: str(v) for k, v in values.items()})),
     ]
-
-
-@cache
-def problem_of(name: str) -> Problem:
-    return resolve_problem(name)
-
-
-@cache
-def brief(name: str, size: str) -> str:
-    return problem_brief(problem_of(name), size)
 
 
 def stopped_by_user(state: AgentState, deps: Deps) -> Command[Any] | None:

@@ -17,17 +17,16 @@ from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import PlanWritten
 from kernelwright.agent.nodes.common import (
     ask_with_tools,
-    brief,
     describe,
     hardware_text,
     messages,
-    problem_of,
     role_tools,
     started,
     starting_point,
     stopped_by_user,
     tail,
 )
+from kernelwright.agent.problems import brief, problem_of
 from kernelwright.agent.state import AgentState
 from kernelwright.agent.tools import describe_tools
 

@@ -20,8 +20,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-SandboxMode = Literal["strict", "best-effort"]
-SANDBOX_MODES: tuple[SandboxMode, ...] = ("strict", "best-effort")
+from kernelwright.vocabulary import SandboxMode as SandboxMode  # re-exported: the harness imports it from here
+
+SANDBOX_MODES: tuple[SandboxMode, ...] = tuple(SandboxMode)
 MODE_VAR = "KERNELWRIGHT_SANDBOX"  # how the harness tells a worker which mode it runs under
 
 # What a build or a run needs: the toolchains' own variables, locale, threads, and the few
@@ -153,7 +154,7 @@ def write_redacted_copy(src: Path, dst: Path) -> bool:
 class Isolation(BaseModel):
     """Which isolation layers were in force for a candidate (see docs/threat-model.md)."""
 
-    mode: SandboxMode = "best-effort"
+    mode: SandboxMode = SandboxMode.BEST_EFFORT
     env: Literal["scrubbed", "inherited"] = "scrubbed"
     network: Literal["namespace", "landlock-tcp", "none", "unknown"] = "unknown"
     filesystem: Literal["landlock", "none", "unknown"] = "unknown"

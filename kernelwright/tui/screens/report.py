@@ -10,7 +10,7 @@ machine that cannot read one, is a notification, not a crash.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rich.text import Text
 from textual import work
@@ -21,10 +21,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, RichLog, Static
 
 from kernelwright.errors import KernelwrightError
+from kernelwright.tui.host import AppHost
 
 if TYPE_CHECKING:
     from kernelwright.agent.ask import AskAnswer, AskChat
-    from kernelwright.tui.app import KernelwrightApp
 
 
 class _ToLog:
@@ -72,8 +72,8 @@ class ReportScreen(Screen[None]):
         self.busy = False
 
     @property
-    def kw_app(self) -> KernelwrightApp:
-        return self.app  # type: ignore[return-value]
+    def kw_app(self) -> AppHost:
+        return cast("AppHost", self.app)
 
     def compose(self) -> ComposeResult:
         yield Header(icon="⚙")

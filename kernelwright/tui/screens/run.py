@@ -14,7 +14,7 @@ import dataclasses
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, cast
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -27,6 +27,7 @@ from kernelwright.agent.configuration import new_run_id
 from kernelwright.agent.events import _Event
 from kernelwright.agent.progress import Candidate, RunProgress
 from kernelwright.agent.runner import RunOutcome
+from kernelwright.tui.host import AppHost
 from kernelwright.tui.launch import RunRequest, RunThread
 from kernelwright.tui.messages import AgentEvent, RunEnded, one_line
 from kernelwright.tui.screens.plan import PlanAnswer, PlanScreen
@@ -36,9 +37,6 @@ from kernelwright.tui.widgets.chart import SpeedupChart
 from kernelwright.tui.widgets.detail import Pane, code_view, diff_view, profile_view, read_source, step_text
 from kernelwright.tui.widgets.meters import Meters
 from kernelwright.tui.widgets.timeline import Timeline
-
-if TYPE_CHECKING:
-    from kernelwright.tui.app import KernelwrightApp
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +72,8 @@ class RunScreen(Screen[None]):
         self._plan_open = False
 
     @property
-    def kw_app(self) -> KernelwrightApp:
-        return self.app  # type: ignore[return-value]
+    def kw_app(self) -> AppHost:
+        return cast("AppHost", self.app)
 
     # -- layout ----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:

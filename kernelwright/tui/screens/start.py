@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, cast
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -16,14 +16,13 @@ from textual.widgets import Button, Checkbox, Footer, Header, Input, Label, Opti
 from textual.widgets.option_list import Option
 
 from kernelwright.agent import runs
-from kernelwright.agent.configuration import AgentConfig
+from kernelwright.agent.configuration import AgentConfig, RunFlags
 from kernelwright.agent.demo import DEMO_PROBLEM, demo_config
 from kernelwright.errors import KernelwrightError, UsageError
 from kernelwright.problems import Problem
+from kernelwright.tui.host import AppHost
 from kernelwright.tui.launch import RunRequest
-
-if TYPE_CHECKING:
-    from kernelwright.tui.app import KernelwrightApp
+from kernelwright.vocabulary import Backend, Device
 
 
 @dataclass(frozen=True)
@@ -32,7 +31,7 @@ class StartChoices:
 
     problems: list[Problem]
     runs: list[dict[str, Any]]
-    devices: list[str]
+    devices: list[Device]
 
 
 def run_label(row: dict[str, Any]) -> str:
@@ -56,8 +55,8 @@ class StartScreen(Screen[None]):
         self.choices = choices
 
     @property
-    def kw_app(self) -> KernelwrightApp:
-        return self.app  # type: ignore[return-value]
+    def kw_app(self) -> AppHost:
+        return cast("AppHost", self.app)
 
     def compose(self) -> ComposeResult:
         settings = self.kw_app.settings
@@ -144,7 +143,7 @@ class StartScreen(Screen[None]):
             raise UsageError("pick a problem or give a problem file")
         if problem.endswith(".py") and not Path(problem).expanduser().is_file():
             raise UsageError(f"no problem file {problem}")
-        device = str(self.query_one("#device", Select).value)
+        device = Device(str(self.query_one("#device", Select).value))
         backend = str(self.query_one("#backend", Select).value)
         approve = self.query_one("#approve", Checkbox).value
         if self.query_one("#scripted", Checkbox).value:
@@ -157,15 +156,16 @@ class StartScreen(Screen[None]):
             cost = float(self.query_one("#cost", Input).value or 20.0)
         except ValueError as exc:
             raise UsageError(f"target, rounds and cost must be numbers: {exc}") from exc
-        config = AgentConfig.from_settings(
-            settings,
-            problem=str(Path(problem).expanduser()) if problem.endswith(".py") else problem,
+        flags = RunFlags(
             device=device,
-            backend=backend if backend != "auto" else ("cuda" if device == "cuda" else "cpp"),
+            backend=Backend(backend) if backend != "auto" else (Backend.CUDA if device == Device.CUDA else Backend.CPP),
             target=target,
             max_rounds=rounds,
             max_cost_usd=cost,
             model=self.query_one("#model", Input).value.strip() or None,
+        )
+        config = AgentConfig.from_settings(
+            settings, str(Path(problem).expanduser()) if problem.endswith(".py") else problem, flags
         )
         return RunRequest(config=config, approve_plans=approve)
 
@@ -201,5 +201,5 @@ def start_choices(settings: Any) -> StartChoices:
     from kernelwright.problems.loader import builtin_problems
     from kernelwright.tools.evaluate import cuda_available
 
-    devices = ["cuda", "cpu"] if cuda_available() else ["cpu"]
+    devices = [Device.CUDA, Device.CPU] if cuda_available() else [Device.CPU]
     return StartChoices(problems=builtin_problems(), runs=runs.list_runs(Path(settings.runs_dir)), devices=devices)

@@ -37,8 +37,8 @@ class CandidateTree(Tree[int]):
     class CandidateChosen(Message):
         index: int
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__("candidates", **kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__("candidates", id=id, classes=classes)
         self.show_root = False
         self.guide_depth = 2
         self.border_title = "candidates · x compile|eager"

@@ -131,14 +131,14 @@ def test_chat_openai_streams_a_tool_call_and_a_cited_answer(
 @needs_module
 def test_the_listener_gets_the_answer_piece_by_piece(stub: tuple[Stub, str], monkeypatch: pytest.MonkeyPatch) -> None:
     from kernelwright.agent.ask import AskChat, open_reports
-    from kernelwright.agent.configuration import AgentConfig
+    from kernelwright.agent.configuration import AgentConfig, RunFlags
     from kernelwright.agent.llm import chat_model
     from kernelwright.config import load_settings
     from tests.agent.ask.test_chat import Recorder
 
     _, url = stub
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    config = AgentConfig.from_settings(load_settings(), problem="ask", base_url=url, model="stub-model")
+    config = AgentConfig.from_settings(load_settings(), "ask", RunFlags(base_url=url, model="stub-model"))
     seen = Recorder()
     answer = AskChat(open_reports(REPORT), chat_model(config, "reviewer")).ask("How long?", seen)
     assert seen.text[:2] == ["The kernel ", "runs "] and "".join(seen.text) == answer.answer

@@ -52,15 +52,22 @@ def main() -> None:
             code("correct none 1.42"),
         ],
         "reviewer": [
-            review(feedback="Correct but 64 passes over the data: do the work once.", lesson="An elementwise op needs one pass."),
+            review(
+                feedback="Correct but 64 passes over the data: do the work once.",
+                lesson="An elementwise op needs one pass.",
+            ),
             review(feedback="16 passes are still 16x the traffic.", lesson="Read the compiler's first error line."),
-            review(decision="abandon", feedback="torch.relu did the work: a fallback.", lesson="Calling the PyTorch op is a hack."),
+            review(
+                decision="abandon",
+                feedback="torch.relu did the work: a fallback.",
+                lesson="Calling the PyTorch op is a hack.",
+            ),
             review(feedback="One pass, correct on every trial.", lesson="One vectorised pass is the whole game."),
         ],
     }
     session = ScriptedSession(script, name="relu-cpu (scripted)")  # type: ignore[arg-type]
     cfg = dataclasses.replace(config(max_rounds=4, coder_retries=1, memory=False, scripted="relu-cpu"), run_id=RUN_ID)
-    runner.run(cfg, models(session), FakeEvaluator(), scripted=session)  # type: ignore[arg-type]
+    runner.run(cfg, runner.RunParts(models(session), FakeEvaluator(), scripted=session))  # type: ignore[arg-type]
 
     out = HERE / "run"
     shutil.rmtree(out, ignore_errors=True)
