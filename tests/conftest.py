@@ -32,4 +32,7 @@ def _isolated_locations(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, shared_
     # Memory is per test: one test's runs must not become another's starting point.
     monkeypatch.setenv("KERNELWRIGHT_MEMORY_DB", str(tmp_path / "memory.sqlite"))
     monkeypatch.delenv("KERNELWRIGHT_CONFIG", raising=False)
+    # No precompiled torch header (a minute and ~800 MB to prepare): the suite builds few C++
+    # extensions; tests/harness/test_build_headers.py turns it on where it is the subject.
+    monkeypatch.setenv("KERNELWRIGHT_PCH", "0")
     monkeypatch.chdir(tmp_path)

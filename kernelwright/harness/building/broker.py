@@ -16,6 +16,10 @@ pipe (`BuildBroker`), and the harness:
 
 Whatever the build's inputs make the compiler do (flags included) lands only in the folder of
 those inputs' key: one candidate cannot change what another, with other inputs, loads.
+
+The one thing shared across keys is torch's precompiled header (`headers.py`): the broker
+prepares it (once per toolchain and flag set, in a builder writable only in the header's folder
+under `<cache>/pch/`), marks it complete, and names it in the requests it hands its builders.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelwright.fastext import build_key, locked_folder
+from kernelwright.harness.building import headers
 from kernelwright.harness.sandbox.isolation import redact, scrubbed_env
 from kernelwright.harness.workers import live
 from kernelwright.harness.workers.jobs import BUILD_FDS_VAR
@@ -79,11 +84,22 @@ class _Builder:
 class BuildBroker:
     """Serves one worker's build requests (a thread per worker; see the module's docstring)."""
 
-    def __init__(self, cache_root: Path, env_extra: dict[str, str], timeout_s: float, *, pausable: bool = True) -> None:
+    def __init__(
+        self,
+        cache_root: Path,
+        env_extra: dict[str, str],
+        timeout_s: float,
+        *,
+        pausable: bool = True,
+        precompiled_headers: bool | None = None,
+    ) -> None:
         """`pausable`: whether a timing phase (`live.quiet`) stops the builders. A GPU evaluation's
         builders run compilers only, on the CPU cores their requester was given (a batch keeps the
-        timing cores apart), so there they carry on while a candidate is timed."""
+        timing cores apart), so there they carry on while a candidate is timed.
+        `precompiled_headers`: whether `load_inline` C++ files use a precompiled torch header
+        (`headers.py`); by default unless the environment says KERNELWRIGHT_PCH=0."""
         self.cache = BuildCache(cache_root)
+        self.precompiled_headers = headers.enabled() if precompiled_headers is None else precompiled_headers
         self.env_extra, self.timeout_s, self.pausable = dict(env_extra), timeout_s, pausable
         self._builders: set[_Builder] = set()
         self._lock = threading.Lock()
@@ -113,6 +129,7 @@ class BuildBroker:
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         """One build: from the cache if complete there, else built now; the reply the worker reads."""
         kind = request.get("kind")
+        request = {k: v for k, v in request.items() if k not in ("pch", "pch_note", "folder")}  # ours to set
         if kind == "fastext":
             name, source, lang = str(request["name"]), str(request["source"]), str(request["lang"])
             flags = [str(f) for f in request.get("flags") or []]
@@ -136,11 +153,16 @@ class BuildBroker:
                 done = json.loads(mark.read_text())
                 return {"ok": True, "cached": True, "key": key[:24], "folder": str(folder), **done, "seconds": 0.0}
             self._clear(folder)
-            ok, library, text = self._run_builder(request, folder)
+            if kind == "inline":
+                request = {**request, **self._headers_for(request)}
+            ok, library, text, extra = self._run_builder(request, folder)
             seconds = time.perf_counter() - start
+            record = {k: extra[k] for k in ("headers",) if k in extra}
+            if "pch_seconds" in request:
+                record["headers_prepared_s"] = request["pch_seconds"]
             if not ok:
-                return {"ok": False, "key": key[:24], "log": text, "seconds": seconds}
-            mark.write_text(json.dumps({"library": library}))
+                return {"ok": False, "key": key[:24], "log": text, "seconds": seconds, **record}
+            mark.write_text(json.dumps({"library": library, **record}))
             return {
                 "ok": True,
                 "cached": False,
@@ -149,7 +171,55 @@ class BuildBroker:
                 "library": library,
                 "log": text,
                 "seconds": seconds,
+                **record,
             }
+
+    def prepare_headers(self, extra_cflags: list[str] | None = None, *, with_cuda: bool = False) -> dict[str, Any]:
+        """Prepare the precompiled torch header for `load_inline` C++ files with these flags now
+        (say, when a session opens), so that the first candidate does not wait for it. Returns
+        `{"pch": folder}` or `{"pch_note": why not}`."""
+        spec = {"name": "kw_prepare", "extra_cflags": list(extra_cflags or [])}
+        return self._headers_for({"kind": "inline", "spec": spec, "with_cuda": with_cuda})
+
+    def _headers_for(self, request: dict[str, Any]) -> dict[str, Any]:
+        """What the builder of this `load_inline` request is told about the precompiled torch
+        header: its folder (`pch`), prepared now if this toolchain and flag set has none yet, or
+        why there is none (`pch_note`). A header that failed to build is remembered as failed
+        (its folder's mark) and never tried again for that key: the plain build goes on."""
+        if not self.precompiled_headers:
+            return {"pch_note": "precompiled headers are off"}
+        inputs, why = headers.pch_inputs(request)
+        if inputs is None:
+            return {"pch_note": why}
+        try:
+            key = headers.pch_key(inputs)
+        except (OSError, RuntimeError) as exc:
+            return {"pch_note": f"no key for a precompiled header: {exc}"}
+        start = time.perf_counter()
+        with locked_folder(self.cache.root / headers.PCH_DIR, key) as folder:
+            mark = folder / BUILT_MARK
+            if mark.is_file():
+                try:
+                    done = json.loads(mark.read_text())
+                except ValueError:
+                    done = {}
+                if done.get("ok"):
+                    return {"pch": str(folder)}
+                return {"pch_note": f"the precompiled header failed to build: {done.get('error', '?')}"}
+            self._clear(folder)
+            ok, manifest, text, _ = self._run_builder({"kind": "pch", "inputs": inputs}, folder)
+            seconds = time.perf_counter() - start
+            if manifest is None and self._closed:
+                return {"pch_note": "the worker's evaluation has ended"}
+            if (
+                not ok and "the build took longer than" in text
+            ):  # timed out (or stopped): not the header's fault, try again later
+                return {"pch_note": "preparing the precompiled header timed out"}
+            mark.write_text(json.dumps({"ok": ok, "seconds": seconds, "error": "" if ok else text[-2000:]}))
+            if not ok:
+                log.warning("the precompiled torch header failed to build (plain builds go on): %s", text[-500:])
+                return {"pch_note": "the precompiled header failed to build"}
+            return {"pch": str(folder), "pch_seconds": round(seconds, 3)}
 
     @staticmethod
     def _clear(folder: Path) -> None:
@@ -161,9 +231,11 @@ class BuildBroker:
             else:
                 entry.unlink(missing_ok=True)
 
-    def _run_builder(self, request: dict[str, Any], folder: Path) -> tuple[bool, str | None, str]:
+    def _run_builder(self, request: dict[str, Any], folder: Path) -> tuple[bool, str | None, str, dict[str, Any]]:
+        """Run the builder for `request` in `folder`: (ok, the library's path, the log, the
+        builder's answer)."""
         if self._closed:
-            return False, None, "the worker's evaluation has ended"
+            return False, None, "the worker's evaluation has ended", {}
         with tempfile.TemporaryDirectory(prefix="kw-build-") as scratch:
             work = Path(scratch)
             (work / "request.json").write_text(json.dumps({**request, "folder": str(folder)}))
@@ -189,14 +261,14 @@ class BuildBroker:
             compiler = "\n".join(lines)
             text = redact(compiler + "\n" + (work / "build.log").read_text(errors="replace"))[-_LOG_TAIL:]
         if code is None:
-            return False, None, text + f"\nthe build took longer than {self.timeout_s:.0f} s"
+            return False, None, text + f"\nthe build took longer than {self.timeout_s:.0f} s", {}
         library = answer.get("library")
         if code != 0 or not answer.get("ok") or not isinstance(library, str):
-            return False, None, text or str(answer.get("error") or f"the builder exited with status {code}")
+            return False, None, text or str(answer.get("error") or f"the builder exited with status {code}"), answer
         path = Path(library).resolve()
         if not path.is_file() or path.parent != folder.resolve():
-            return False, None, text + f"\nthe builder's library {library} is not in its build folder"
-        return True, str(path), text
+            return False, None, text + f"\nthe builder's library {library} is not in its build folder", answer
+        return True, str(path), text, answer
 
     def close(self) -> None:
         """End builds still running for this worker (it is gone, or timed out)."""

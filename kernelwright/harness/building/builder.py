@@ -26,16 +26,20 @@ def _confine(folder: Path, cuda: bool) -> None:
     from kernelwright.harness.sandbox import confine
 
     writable = [folder, Path(os.environ.get("TMPDIR") or folder), Path(os.environ.get("HOME") or folder)]
-    mode: SandboxMode = "strict" if os.environ.get(MODE_VAR) == "strict" else "best-effort"
+    mode = SandboxMode("strict" if os.environ.get(MODE_VAR) == "strict" else "best-effort")
     isolation = confine.confine(writable, mode, cuda=cuda)
     missing = isolation.missing() if mode == "strict" else []
     if missing:
         raise SystemExit(f"--sandbox strict: the builder could not isolate itself: {'; '.join(missing)}")
 
 
-def build_torch(request: dict[str, Any], folder: Path) -> str:
-    """`load_inline` / `load` with the request's arguments, in `folder`; the library's path."""
+def build_torch(request: dict[str, Any], folder: Path, record: dict[str, Any]) -> str:
+    """`load_inline` / `load` with the request's arguments, in `folder`; the library's path. With
+    `request["pch"]` (set by the broker, never by the worker), the C++ file is compiled with that
+    precompiled `torch/extension.h` where it fits (`headers.py`); `record["headers"]` says how."""
     import torch.utils.cpp_extension as cpp
+
+    from kernelwright.harness.building import headers
 
     spec = dict(request["spec"])
     texts = spec.pop("source_text", None)
@@ -56,6 +60,11 @@ def build_torch(request: dict[str, Any], folder: Path) -> str:
         return os.path.join(path, f"{module_name}{cpp.LIB_EXT}")
 
     cpp._import_module_from_library = path_only  # type: ignore[attr-defined]  # build, do not load
+    if request["kind"] == "inline":
+        pch = Path(request["pch"]) if request.get("pch") else None
+        if pch is None:
+            record["headers"] = f"plain: {request.get('pch_note') or 'no precompiled header'}"
+        cpp._run_ninja_build = headers.ninja_runner(cpp._run_ninja_build, pch, record)  # type: ignore[assignment]
     builder = cpp.load if request["kind"] == "load" else cpp.load_inline
     result = builder(**spec)
     library = result if isinstance(result, str) else os.path.join(str(folder), f"{name}{cpp.LIB_EXT}")
@@ -77,21 +86,35 @@ def build_fast(request: dict[str, Any], folder: Path) -> str:
     )
 
 
+def prepare_headers(request: dict[str, Any], folder: Path) -> str:
+    """The broker's own request (`pch`): the precompiled torch header for these inputs."""
+    from kernelwright.harness.building import headers
+
+    return str(headers.prepare(folder, request["inputs"]))
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: python -m kernelwright.harness.building.builder REQUEST.json", file=sys.stderr)
         return 2
     request = json.loads(Path(argv[1]).read_text())
     folder = Path(request["folder"])
-    cuda = bool(request.get("with_cuda")) or request.get("lang") == "cuda"
-    _confine(folder, cuda and request["kind"] != "fastext")  # the fast form is given its architecture
+    inputs = request.get("inputs") if request["kind"] == "pch" else None
+    cuda = bool(request.get("with_cuda")) or request.get("lang") == "cuda" or bool(inputs and inputs.get("with_cuda"))
+    _confine(folder, cuda and request["kind"] not in ("fastext", "pch"))  # the fast form is given its architecture
+    record: dict[str, Any] = {}
     try:
-        library = build_fast(request, folder) if request["kind"] == "fastext" else build_torch(request, folder)
+        if request["kind"] == "fastext":
+            library = build_fast(request, folder)
+        elif request["kind"] == "pch":
+            library = prepare_headers(request, folder)
+        else:
+            library = build_torch(request, folder, record)
     except BaseException as exc:  # the compiler's output is already on stderr (verbose builds)
         print(traceback.format_exc(), file=sys.stderr)
         print(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"[-4000:]}))
         return 1
-    print(json.dumps({"ok": True, "library": library}))
+    print(json.dumps({"ok": True, "library": library, **record}))
     return 0
 
 

@@ -199,6 +199,8 @@ def _remote_build(
             "cached": bool(reply.get("cached")),
             "seconds": float(reply.get("seconds", 0.0)),
             "library": str(library),
+            # how the harness compiled its C++ file: with the precompiled torch header or plain
+            **({"headers": str(reply["headers"])} if reply.get("headers") else {}),
         }
     )
     return module
