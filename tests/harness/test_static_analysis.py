@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -716,3 +717,210 @@ def test_torch_op_in_cpp_extension_is_flagged() -> None:
     found = finding(analyze_candidate(cuda_candidate(cuda_src=src)), "torch_fallback")
     assert found.severity == "flag"
     assert "torch::matmul" in found.message
+
+
+# ---- operators the candidate registers itself (issue #28) ------------------------------
+
+CANDIDATES = Path(__file__).resolve().parents[1] / "candidates"
+
+CUSTOM_OP_CPP = """
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+source = '''
+#include <torch/extension.h>
+torch::Tensor relu_cpu(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    const float* in = x.data_ptr<float>();
+    float* out = y.data_ptr<float>();
+    for (int64_t i = 0; i < x.numel(); ++i) out[i] = in[i] > 0.f ? in[i] : 0.f;
+    return y;
+}
+'''
+ext = load_inline(name="relu_op_cpu", cpp_sources=[source], functions=["relu_cpu"])
+
+@torch.library.custom_op("kwtest::relu", mutates_args=())
+def relu_op(x: torch.Tensor) -> torch.Tensor:
+    BODY
+
+@relu_op.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+EXTRA
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return FORWARD
+"""
+
+
+def custom_op_candidate(
+    body: str = "return ext.relu_cpu(x)", forward: str = "torch.ops.kwtest.relu(x)", extra: str = ""
+) -> str:
+    return CUSTOM_OP_CPP.replace("BODY", body).replace("FORWARD", forward).replace("EXTRA", extra)
+
+
+TORCH_LIBRARY_CUDA = """
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+cuda_src = r'''
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+__global__ void relu_kernel(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+at::Tensor relu_cuda(const at::Tensor& x) {
+    auto y = at::empty_like(x);
+    int n = x.numel();
+    relu_kernel<<<(n + 255) / 256, 256, 0, at::cuda::getCurrentCUDAStream()>>>(
+        x.data_ptr<float>(), y.data_ptr<float>(), n);
+    return y;
+}
+REGISTRATION
+'''
+load_inline(name="relu_lib", cpp_sources="", cuda_sources=cuda_src, is_python_module=False)
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.ops.kwlib.relu(x)
+"""
+
+
+def torch_library_candidate(registration: str) -> str:
+    return TORCH_LIBRARY_CUDA.replace("REGISTRATION", registration)
+
+
+def test_custom_op_around_a_load_inline_function_is_the_candidates_kernel() -> None:
+    analysis = analyze_candidate(custom_op_candidate())
+    assert analysis.rejections == ()
+    assert analysis.own_ops == ("kwtest::relu",)
+    assert analysis.torch_ops_in_forward == ()  # torch.ops.kwtest.relu is not PyTorch's
+    assert "torch_fallback" not in codes(analysis)  # register_fake's torch.empty_like never runs on real inputs
+
+
+def test_custom_op_called_through_its_python_name_or_overload_is_the_candidates_kernel() -> None:
+    for forward in ("relu_op(x)", "torch.ops.kwtest.relu.default(x)"):
+        assert analyze_candidate(custom_op_candidate(forward=forward)).rejections == ()
+
+
+def test_bundled_custom_op_and_torch_library_candidates_are_not_rejected() -> None:
+    for name, op in (
+        ("custom_op_relu_cpp.py", "kw_custom::relu"),
+        ("torch_library_relu_cpp.py", "kw_lib::relu"),
+        ("custom_op_relu_cuda.py", "kw_custom_cuda::relu"),
+    ):
+        analysis = analyze_candidate((CANDIDATES / name).read_text())
+        assert analysis.rejections == (), name
+        assert analysis.own_ops == (op,)
+        assert analysis.torch_ops_in_forward == ()
+
+
+@pytest.mark.parametrize(
+    "registration",
+    [
+        'TORCH_LIBRARY(kwlib, m) { m.def("relu(Tensor x) -> Tensor", &relu_cuda); }',
+        'TORCH_LIBRARY(kwlib, m) { m.def("relu(Tensor x) -> Tensor"); }\n'
+        'TORCH_LIBRARY_IMPL(kwlib, CUDA, m) { m.impl("relu", TORCH_FN(relu_cuda)); }',
+        'TORCH_LIBRARY(kwlib, m) { m.def("relu(Tensor x) -> Tensor", [](const at::Tensor& x) { return relu_cuda(x); }); }',
+    ],
+)
+def test_torch_library_in_the_candidates_own_extension_is_its_kernel(registration: str) -> None:
+    analysis = analyze_candidate(torch_library_candidate(registration))
+    assert analysis.rejections == ()
+    assert analysis.own_ops == ("kwlib::relu",)
+    assert analysis.launched_kernels == ("relu_kernel",)
+
+
+@pytest.mark.parametrize(
+    "registration",
+    [
+        'TORCH_LIBRARY(kwlib, m) { m.def("relu(Tensor x) -> Tensor", TORCH_FN(at::relu)); }',
+        'TORCH_LIBRARY(kwlib, m) { m.def("relu(Tensor x) -> Tensor", [](const at::Tensor& x) { return at::relu(x); }); }',
+        'TORCH_LIBRARY(kwlib, m) { m.def("relu(Tensor x) -> Tensor"); }',  # no implementation at all
+    ],
+)
+def test_torch_library_op_wrapping_pytorch_is_not_the_candidates_kernel(registration: str) -> None:
+    analysis = analyze_candidate(torch_library_candidate(registration))
+    assert any(f.code == "kernel_not_launched" and "forward" in f.message for f in analysis.rejections)
+
+
+def test_custom_op_whose_body_calls_torch_stays_a_fallback() -> None:
+    analysis = analyze_candidate(custom_op_candidate(body="return torch.relu(x)"))
+    assert any(f.code == "kernel_not_launched" and "forward" in f.message for f in analysis.rejections)
+    assert "torch.relu" in analysis.torch_ops_in_forward  # the op's body is read like forward's own code
+    assert finding(analysis, "torch_fallback").severity == "flag"
+
+
+def test_custom_op_kernel_overridden_by_a_torch_kernel_is_flagged() -> None:
+    extra = '@relu_op.register_kernel("cpu")\ndef _cpu(x):\n    return torch.relu(x)\n'
+    analysis = analyze_candidate(custom_op_candidate(extra=extra))
+    assert "torch.relu" in analysis.torch_ops_in_forward  # the profiler decides who did the work
+    assert any(f.code == "torch_fallback" and "torch.relu" in f.message for f in analysis.findings)
+
+
+def test_library_define_and_impl_with_an_extension_function_is_the_candidates_kernel() -> None:
+    extra = (
+        'lib = torch.library.Library("kwdef", "DEF")\n'
+        'lib.define("relu(Tensor x) -> Tensor")\n'
+        'lib.impl("relu", ext.relu_cpu, "CPU")\n'
+    )
+    analysis = analyze_candidate(custom_op_candidate(forward="torch.ops.kwdef.relu(x)", extra=extra))
+    assert analysis.rejections == ()
+    assert "kwdef::relu" in analysis.own_ops
+    wrapper = extra.replace("ext.relu_cpu", "torch.relu")
+    analysis = analyze_candidate(custom_op_candidate(body="return x", forward="torch.ops.kwdef.relu(x)", extra=wrapper))
+    assert any(f.code == "kernel_not_launched" for f in analysis.rejections)
+
+
+def test_aten_ops_stay_pytorch_even_beside_a_custom_op() -> None:
+    analysis = analyze_candidate(custom_op_candidate(forward="torch.ops.aten.relu(x)"))
+    assert "torch.ops.aten.relu" in analysis.torch_ops_in_forward
+    assert any(f.code == "kernel_not_launched" and "forward" in f.message for f in analysis.rejections)
+    # an op of the candidate's namespace that it never registered is not its own either
+    analysis = analyze_candidate(custom_op_candidate(forward="torch.ops.kwtest.gelu(x)"))
+    assert "torch.ops.kwtest.gelu" in analysis.torch_ops_in_forward
+    assert any(f.code == "kernel_not_launched" for f in analysis.rejections)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        'lib = torch.library.Library("aten", "IMPL")\nlib.impl("relu", relu_op, "CPU")\n',
+        '@torch.library.impl("aten::relu", "cpu")\ndef _mine(x):\n    return ext.relu_cpu(x)\n',
+        '@torch.library.custom_op("prims::my_relu", mutates_args=())\ndef _mine(x: torch.Tensor) -> torch.Tensor:\n'
+        "    return ext.relu_cpu(x)\n",
+    ],
+)
+def test_registering_in_a_pytorch_namespace_is_patched_torch(extra: str) -> None:
+    analysis = analyze_candidate(custom_op_candidate(extra=extra))
+    assert finding(analysis, "patched_torch").severity == "reject"
+
+
+def test_torch_library_impl_of_an_aten_op_in_cpp_is_patched_torch() -> None:
+    registration = 'TORCH_LIBRARY_IMPL(aten, CUDA, m) { m.impl("relu", &relu_cuda); }'
+    analysis = analyze_candidate(torch_library_candidate(registration))
+    assert finding(analysis, "patched_torch").severity == "reject"
+    assert analysis.own_ops == ()
+
+
+def test_library_impl_that_is_a_torch_function_is_not_the_candidates_kernel() -> None:
+    extra = 'lib = torch.library.Library("kwdef", "DEF")\nlib.define("relu(Tensor x) -> Tensor")\nlib.impl("relu", torch.relu, "CPU")\n'
+    analysis = analyze_candidate(custom_op_candidate(forward="torch.ops.kwdef.relu(x)", extra=extra))
+    assert analysis.own_ops == ("kwtest::relu",)  # kwdef::relu has no implementation of the candidate's
+    assert "torch.ops.kwdef.relu" in analysis.torch_ops_in_forward
+    assert any(f.code == "torch_fallback" and "torch.relu" in f.message for f in analysis.findings)
+    assert any(f.code == "kernel_not_launched" and "forward" in f.message for f in analysis.rejections)
+
+
+def test_torch_library_cpu_function_that_only_calls_aten_is_not_the_candidates_kernel() -> None:
+    source = (CANDIDATES / "torch_library_relu_cpp.py").read_text()
+    start, end = source.index("    auto xc = x.contiguous();"), source.index("    return out;\n}")
+    wrapper = source[:start] + "    auto out = at::relu(x);\n" + source[end:]
+    analysis = analyze_candidate(wrapper)
+    assert any(f.code == "kernel_not_launched" and "forward" in f.message for f in analysis.rejections)
+    assert any(f.code == "torch_fallback" and "at::relu" in f.message for f in analysis.findings)

@@ -22,6 +22,7 @@ from kernelwright.harness.checks.static.common import (
     walk,
 )
 from kernelwright.harness.checks.static.cpp import CppFacts, analyze_sources
+from kernelwright.harness.checks.static.custom_ops import find_custom_ops
 from kernelwright.harness.checks.static.forward import ForwardAnalysis, ForwardFacts
 from kernelwright.harness.checks.static.pyrules import ModuleRules
 from kernelwright.harness.checks.static.pysource import ExtensionCall, PyModule
@@ -47,6 +48,9 @@ class CandidateAnalysis:
     half_kernels: tuple[str, ...] = ()
     """`__global__` kernels whose parameters are half/bf16 types: rejected if one runs (float32 problem)."""
     fp32: bool = True
+    own_ops: tuple[str, ...] = ()
+    """`ns::name` of operators the candidate registers itself (torch.library / TORCH_LIBRARY) with an
+    implementation: `torch.ops.ns.name` in forward is its own code, not PyTorch's."""
 
     @property
     def own_kernels(self) -> tuple[str, ...]:
@@ -116,7 +120,8 @@ def analyze_candidate(source: str, *, problem_dtype: str = "float32") -> Candida
     cpp = analyze_sources(sources, fp32=fp32, sink=sink)
     ModuleRules(module, fp32=fp32, sink=sink).run()
     ext_functions = {f for ext in module.extensions for f in ext.functions} | cpp.bound_functions
-    forward_analysis = ForwardAnalysis(module, ext_functions, sink)
+    custom_ops = find_custom_ops(module, sources, set(cpp.kernels), ext_functions, sink)
+    forward_analysis = ForwardAnalysis(module, ext_functions, sink, custom_ops)
     forward = forward_analysis.run()
     forward_analysis.pointer_keys()
     _reference_checks(forward_analysis, sink)
@@ -141,6 +146,7 @@ def analyze_candidate(source: str, *, problem_dtype: str = "float32") -> Candida
         findings=findings,
         half_kernels=tuple(sorted(cpp.half_kernels)) if fp32 else (),
         fp32=fp32,
+        own_ops=custom_ops.own,
     )
 
 

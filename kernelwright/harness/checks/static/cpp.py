@@ -185,7 +185,7 @@ class _SourceChecker:
             self.add("side_stream", f"Starts host work on another thread with {qualified}", node, "reject")
         if name in _GRAPHS:
             self.add("cuda_graph_replay", f"Uses CUDA graphs ({name})", node, "flag")
-        if name == "def" and function is not None and function.type == "field_expression":
+        if name == "def" and function is not None and function.type == "field_expression" and not _in_op_library(node):
             args = node.child_by_field_name("arguments")
             first = args.named_children[0] if args and args.named_children else None
             if first is not None and first.type == "string_literal":
@@ -364,6 +364,21 @@ def _global_kernel_of(node: Node) -> str | None:
     while declarator is not None and declarator.type != "function_declarator":
         declarator = declarator.child_by_field_name("declarator")
     return _function_name(declarator.child_by_field_name("declarator")) if declarator is not None else None
+
+
+def _in_op_library(node: Node) -> bool:
+    """Inside `TORCH_LIBRARY(ns, m) { ... }`: `m.def` there declares an operator schema, not a
+    pybind11 function (see `custom_ops`)."""
+    parent = node.parent
+    while parent is not None:
+        if parent.type == "function_definition":
+            declarator = parent.child_by_field_name("declarator")
+            if declarator is not None and declarator.type == "function_declarator":
+                name = text(declarator.child_by_field_name("declarator"))
+                if name in ("TORCH_LIBRARY", "TORCH_LIBRARY_FRAGMENT", "TORCH_LIBRARY_IMPL"):
+                    return True
+        parent = parent.parent
+    return False
 
 
 def _is_static(node: Node) -> bool:

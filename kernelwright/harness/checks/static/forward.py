@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from kernelwright.harness.checks.static.common import FindingSink, line_of, text, walk
+from kernelwright.harness.checks.static.custom_ops import CustomOps
 from kernelwright.harness.checks.static.pysource import PyModule
 from kernelwright.harness.checks.torch_ops import CALLED_NOT_WORK, TENSOR_COMPUTE_METHODS
 
@@ -34,8 +35,11 @@ class ForwardFacts:
 
 
 class ForwardAnalysis:
-    def __init__(self, module: PyModule, ext_functions: set[str], sink: FindingSink) -> None:
+    def __init__(
+        self, module: PyModule, ext_functions: set[str], sink: FindingSink, custom_ops: CustomOps | None = None
+    ) -> None:
         self.m = module
+        self.custom_ops = custom_ops or CustomOps()
         self.sink = sink
         self.ext_functions = ext_functions
         self.holders = {h for ext in module.extensions for h in ext.holders}
@@ -132,8 +136,9 @@ class ForwardAnalysis:
             if function.id in seen or _name(function) in self.m.triton_kernels:
                 continue
             seen.add(function.id)
-            if function.type == "function_definition":
+            if function.type in ("function_definition", "lambda"):
                 order.append(function)
+            queue.extend(self.custom_ops.companions.get(function.id, []))  # a custom op's other kernels
             owner = self.owner.get(function.id) or self.model_new
             own_methods = self.methods(owner) if owner is not None else {}
             for node in walk(function):
@@ -153,12 +158,19 @@ class ForwardAnalysis:
                             queue.extend(self.methods(self.attr_class[attr]).values())
                     elif dotted.split(".")[0] in self.m.classes:
                         queue.extend(self.methods(self.m.classes[dotted.split(".")[0]]).values())
+                    op = self.custom_ops.op_of(self.m.qualify(node) or "")
+                    if op is not None:  # torch.ops.NS.NAME the candidate registered: its Python kernels
+                        queue.extend(self.custom_ops.python_impls.get(op, []))
         return order
 
     def _references_kernel(self, scope: Node) -> bool:
         """Whether `scope` mentions a Triton kernel, an extension module or an extension function."""
         bare = set(self.m.triton_kernels) | self.holders
         for node in walk(scope):
+            if node.type == "attribute" and self.custom_ops.native_impls:
+                op = self.custom_ops.op_of(self.m.qualify(node) or "")
+                if op is not None and op in self.custom_ops.native_impls:
+                    return True  # an op the candidate registered with its own C++/extension kernel
             if node.type != "identifier":
                 continue
             name = text(node)
@@ -198,6 +210,9 @@ class ForwardAnalysis:
             return "F." + name.rsplit(".", 1)[1]
         if name.startswith("torch."):
             parts = name.split(".")
+            op = self.custom_ops.op_of(name)
+            if op is not None and self.custom_ops.implemented(op):
+                return None  # the candidate's own operator: its implementations are reached instead
             if parts[1] in _TORCH_COMPUTE_NAMESPACES:
                 return name
             if parts[1] in _TORCH_NON_COMPUTE or len(parts) != 2 or parts[1] in CALLED_NOT_WORK:
