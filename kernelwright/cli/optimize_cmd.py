@@ -31,6 +31,7 @@ _PARAM_FIELDS = {
     "llm_retries": "max_retries",
     "structured": "structured_method",
     "size": "size",
+    "policy": "policy",
     "scripted": "scripted",
     "width": "width",
     "price_in": "price_in_per_1k",

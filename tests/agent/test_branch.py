@@ -61,6 +61,24 @@ def test_a_new_run_branches_from_an_earlier_candidate() -> None:
     assert summary["branched_from"]["run_id"] == first.config.run_id and summary["branched_from"]["candidate"] == 1
 
 
+def test_a_branch_takes_the_policy_given_on_its_command_line() -> None:
+    """`optimize --from RUN --policy engineering`: the new run judges under the policy asked for,
+    the rest of the earlier run's configuration kept (the policy was once dropped on the way)."""
+    from kernelwright.agent.configuration import RunFlags
+    from kernelwright.cli.optimize_cmd import _branch_config
+    from kernelwright.config import load_settings
+    from kernelwright.vocabulary import Policy
+
+    first = _first_run()
+    assert first.config.policy == Policy.STRICT
+    flags = RunFlags(policy=Policy.ENGINEERING)
+    branched = _branch_config(load_settings(), first.config.run_id, 1, flags, {"policy"}, None, None)
+    assert branched.policy == Policy.ENGINEERING
+    assert branched.problem == first.config.problem and branched.branch_from == first.config.run_id
+    kept = _branch_config(load_settings(), first.config.run_id, 1, RunFlags(), set(), None, None)
+    assert kept.policy == Policy.STRICT
+
+
 def test_branch_from_a_missing_candidate_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     first = _first_run()
     assert run_cli(["optimize", "--from", first.config.run_id, "--from-candidate", "9"]) == 2
