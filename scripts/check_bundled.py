@@ -1,0 +1,115 @@
+"""Every bundled oracle and adversarial case of the built-in suite, judged N times on one device
+(not a test: a check before and after a change of the harness, on the CPU or on a GPU host).
+
+For each problem with cases for the device, under each policy that some case expects, it runs
+`kernelwright eval PROBLEM --bundled --adversarial --device D --policy P --json` (every case of the
+problem in one session, as a user would) and compares each verdict and reason with the manifest.
+It prints one line per run and a summary: runs, cases judged, cases not as expected (named, with
+what they got: a flake shows as a case that is right in some runs and wrong in others).
+
+    python scripts/check_bundled.py --device cpu --runs 3 [--json OUT.json]
+    python scripts/check_bundled.py --device cuda --runs 3 --problems relu,softmax
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kernelwright.problems.solutions_index import bundled_solutions
+
+ROOT = Path(__file__).resolve().parents[1]
+MANIFEST = ROOT / "kernelwright" / "problems" / "solutions" / "manifest.json"
+
+
+def plan(device: str, only: set[str] | None) -> list[tuple[str, str, str]]:
+    """(problem, policy, size) for every problem with cases for `device`: one run per policy and
+    size some case is meant for (`eval` skips a case under another policy or size, saying so)."""
+    problems = sorted({e["problem"] for e in json.loads(MANIFEST.read_text())})
+    runs = []
+    for name in problems:
+        if only and name not in only:
+            continue
+        entries = [
+            e
+            for suite in ("oracle", "adversarial")
+            for e in bundled_solutions(name, suite)
+            if (e.backend == "cpp") == (device == "cpu")
+        ]
+        if not entries:
+            continue
+        plain = "small" if device == "cpu" else "default"  # the CPU's default sizes take minutes per case
+        combos = {(e.policy or "strict", e.size or plain) for e in entries}
+        runs.extend((name, policy, size) for policy, size in sorted(combos))
+    return runs
+
+
+def judge_run(problem: str, policy: str, size: str, device: str, timeout_s: int) -> tuple[int, list[dict], float]:
+    files = {e.problem_file for s in ("oracle", "adversarial") for e in bundled_solutions(problem, s) if e.problem_file}
+    reference = str(files.pop()) if files else problem
+    cmd = [sys.executable, "-m", "kernelwright", "eval", reference, "--bundled", "--adversarial", "--device", device]
+    cmd += ["--policy", policy, "--size", size, "--json"]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
+    seconds = time.perf_counter() - start
+    try:
+        doc = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        tail = proc.stderr.strip().splitlines()[-3:]
+        return proc.returncode, [{"case": "(run)", "ok": False, "got": f"exit {proc.returncode}: {tail}"}], seconds
+    entries = {str(e.path): e for suite in ("oracle", "adversarial") for e in bundled_solutions(problem, suite)}
+    rows = []
+    for r in doc["results"]:
+        e = entries.get(r["candidate"])
+        if e is None:
+            continue
+        reason = r.get("reason")
+        ok = r["verdict"] == e.expected if e.suite == "oracle" else e.accepts(r["verdict"], reason)
+        case = str(e.path.relative_to(e.path.parents[1]))
+        rows.append({"case": case, "ok": ok, "got": f"{r['verdict']}/{reason}", "expected": f"{e.expected}/{e.reason}"})
+    return proc.returncode, rows, seconds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=["cpu", "cuda"], required=True)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--problems", help="comma-separated problem names (default: every one with cases)")
+    parser.add_argument("--timeout", type=int, default=900, help="seconds per eval call")
+    parser.add_argument("--json", type=Path, help="write every run's rows here")
+    args = parser.parse_args()
+    only = set(args.problems.split(",")) if args.problems else None
+    todo = plan(args.device, only)
+    record: list[dict] = []
+    bad: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    judged = 0
+    for run in range(1, args.runs + 1):
+        for problem, policy, size in todo:
+            code, rows, seconds = judge_run(problem, policy, size, args.device, args.timeout)
+            judged += len(rows)
+            wrong = [r for r in rows if not r["ok"]]
+            for r in wrong:
+                bad[f"{problem}:{policy}:{r['case']}"][f"{r['got']} (expected {r.get('expected')})"] += 1
+            print(
+                f"run {run} {problem:16s} {policy:11s} {size:7s} exit {code} {len(rows):3d} cases "
+                f"{len(wrong)} not as expected {seconds:6.1f} s",
+                flush=True,
+            )
+            record.append({"run": run, "problem": problem, "policy": policy, "size": size, "exit": code, "rows": rows})
+    print(
+        f"\n{args.runs} runs, {judged} case evaluations, {sum(sum(c.values()) for c in bad.values())} not as expected"
+    )
+    for case, got in sorted(bad.items()):
+        print(f"  {case}: " + "; ".join(f"{n}x {what}" for what, n in got.items()))
+    if args.json:
+        args.json.write_text(json.dumps(record, indent=1))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
