@@ -4,7 +4,7 @@ what their fast-form originals compute, on the problem's inputs.
 
     PYTHONPATH=$PWD python3 scripts/check_inline_slice.py [FILE ...]   (default: every sample_0)
 
-FILE: paths under benchmarks/level1_cuda_inline (the original is the same path without
+FILE: paths under benchmarks/level1_cuda_inline, written by scripts/gen_inline_slice.py (the original is the same path without
 `level1_cuda_inline/` read as `level1_cuda/`). Each file is run as a module (its extension built with plain `load_inline`, no
 harness), ModelNew made under the same seed as the original's, and both called on the same
 inputs. Prints one line per file: OK, or the largest difference / the error.
