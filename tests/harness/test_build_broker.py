@@ -126,3 +126,31 @@ def test_the_shared_compile_caches_are_sealed_before_the_candidate_runs(tmp_path
     assert result.isolation is not None and result.isolation.shared_caches == "sealed"
     assert str(shared) not in " ".join(result.isolation.writable)
     assert any(f.code == "write_outside_scratch" for f in result.flags), [f.code for f in result.flags]
+
+
+def test_a_worker_gone_before_its_answer_ends_the_broker_thread_quietly(tmp_path: Path) -> None:
+    """Ctrl-C (or a killed worker) closes the reply pipe's reader while a build is answered: the
+    broker stops serving without a traceback on the user's terminal (CI saw one at close)."""
+    import os
+    import threading
+
+    errors: list[BaseException] = []
+    hook = threading.excepthook
+    threading.excepthook = lambda args: errors.append(args.exc_value)  # type: ignore[assignment]
+    try:
+        request_r, request_w = os.pipe()
+        reply_r, reply_w = os.pipe()
+        os.close(reply_r)  # the worker is gone
+        os.write(request_w, b"not json\n")
+        os.close(request_w)
+        thread = threading.Thread(
+            target=BuildBroker(tmp_path / "cache", {}, timeout_s=5)._serve, args=(request_r, reply_w)
+        )
+        thread.start()
+        thread.join(timeout=30)
+    finally:
+        threading.excepthook = hook
+    assert not thread.is_alive() and errors == []
+    for fd in (request_r, reply_w):  # both ends were closed by the broker
+        with pytest.raises(OSError):
+            os.fstat(fd)

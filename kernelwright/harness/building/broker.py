@@ -24,6 +24,7 @@ under `<cache>/pch/`), marks it complete, and names it in the requests it hands 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -110,7 +111,8 @@ class BuildBroker:
         threading.Thread(target=self._serve, args=(request_fd, reply_fd), daemon=True).start()
 
     def _serve(self, request_fd: int, reply_fd: int) -> None:
-        with os.fdopen(request_fd, "rb") as requests, os.fdopen(reply_fd, "wb") as replies:
+        requests, replies = os.fdopen(request_fd, "rb"), os.fdopen(reply_fd, "wb")
+        try:
             for raw in requests:
                 if len(raw) > _MAX_REQUEST:
                     answer: dict[str, Any] = {"ok": False, "log": "build request too large"}
@@ -120,11 +122,16 @@ class BuildBroker:
                     except Exception as exc:  # a malformed request is the candidate's problem, not ours
                         log.debug("build request refused", exc_info=True)
                         answer = {"ok": False, "log": f"build request refused: {type(exc).__name__}: {exc}"}
-                try:
-                    replies.write(json.dumps(answer).encode() + b"\n")
-                    replies.flush()
-                except OSError:
-                    return  # the worker is gone
+                replies.write(json.dumps(answer).encode() + b"\n")
+                replies.flush()
+        except OSError:
+            pass  # the worker is gone (killed, or the run interrupted): nobody is left to answer
+        finally:
+            # Closing flushes what a dead reader never took: that raises again, and the descriptor
+            # is closed all the same.
+            for stream in (replies, requests):
+                with contextlib.suppress(OSError):
+                    stream.close()
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         """One build: from the cache if complete there, else built now; the reply the worker reads."""
