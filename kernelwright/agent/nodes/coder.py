@@ -15,8 +15,8 @@ from langgraph.types import Command, interrupt
 from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import CoderRetry
+from kernelwright.agent.nodes.asking import ask
 from kernelwright.agent.nodes.common import (
-    ask,
     best_source,
     messages,
     started,

@@ -15,8 +15,8 @@ from kernelwright.agent import budget, remember
 from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import PlanWritten
+from kernelwright.agent.nodes.asking import ask_with_tools
 from kernelwright.agent.nodes.common import (
-    ask_with_tools,
     describe,
     hardware_text,
     messages,

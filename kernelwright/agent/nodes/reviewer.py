@@ -15,7 +15,8 @@ from kernelwright.agent import budget, remember
 from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import ReviewWritten
-from kernelwright.agent.nodes.common import ask_with_tools, describe, messages, role_tools, started, stopped_by_user
+from kernelwright.agent.nodes.asking import ask_with_tools
+from kernelwright.agent.nodes.common import describe, messages, role_tools, started, stopped_by_user
 from kernelwright.agent.state import AgentState
 from kernelwright.agent.tools import describe_tools
 
