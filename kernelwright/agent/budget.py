@@ -41,7 +41,14 @@ def record(
         reason=result.reason.value if result.reason else None,
         message=result.message[:500],
         speedups={
-            name: {"ratio": s.ratio, "ci_low": s.ci_low, "ci_high": s.ci_high} for name, s in result.speedups.items()
+            name: {
+                "ratio": s.ratio,
+                "ci_low": s.ci_low,
+                "ci_high": s.ci_high,
+                "candidate_median_ms": s.candidate_median_ms,
+                "baseline_median_ms": s.baseline_median_ms,
+            }
+            for name, s in result.speedups.items()
         },
         target_baseline=target_baseline(result),
         beats_target=beats_target(result, target),

@@ -303,6 +303,8 @@ def _run(config: AgentConfig, parts: RunParts, steering: RunSteering) -> RunOutc
         graph = build_graph(saver)
         snapshot = graph.get_state(thread)
         state = dict(snapshot.values) if snapshot.values else {}  # type: ignore[assignment]
+        if resume and state.get("elapsed_s"):  # the wall-time budget counts every session of the run
+            deps.started = time.monotonic() - float(state.get("elapsed_s", 0.0))
         if resume and scripted is not None:
             usage = state.get("usage", {})
             scripted.skip({k.split(".", 1)[1]: int(v) for k, v in usage.items() if k.startswith("calls.")})

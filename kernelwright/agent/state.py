@@ -53,6 +53,14 @@ class ProfileRecord(TypedDict):
     note: str
 
 
+class RepairRecord(TypedDict):
+    """A failed draft the coder is asked to repair: its file and the feedback mapped onto it."""
+
+    index: int
+    path: str
+    feedback: str
+
+
 class AgentState(TypedDict, total=False):
     problem: str
     round: int
@@ -61,6 +69,9 @@ class AgentState(TypedDict, total=False):
     attempt: int
     drafts: list[str]
     coder_feedback: str
+    """Why the coder's last reply was unusable, or what the other failed drafts of a round said."""
+    repair: RepairRecord | None
+    """The draft the next coder turn repairs (its own, failed), or None on a new idea."""
     no_code_replies: int
     last_candidate: CandidateRecord | None
     candidates: Annotated[list[CandidateRecord], operator.add]
@@ -76,6 +87,13 @@ class AgentState(TypedDict, total=False):
     profiles: Annotated[dict[str, ProfileRecord], merge_dicts]
     lessons: Annotated[list[str], operator.add]
     history: Annotated[list[str], operator.add]
+    """One line per round (idea, outcome, why), every round of the run."""
+    abandoned: Annotated[list[str], operator.add]
+    """Plans the reviewer abandoned: the planner is told, and a plan too like one is asked again."""
+    context: dict[str, Any] | None
+    """Measured once, the first round (`nodes/context.py`): hardware block, speed of light, baselines."""
+    elapsed_s: float
+    """Wall time the run has used, over every session of it (`--resume` continues the count)."""
     hints: Annotated[list[str], operator.add]
     usage: Annotated[dict[str, float], add_usage]
     rounds_without_improvement: int

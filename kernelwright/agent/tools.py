@@ -1,13 +1,14 @@
 """The tools the planner and reviewer may call (LangChain tools, bound with `bind_tools`).
 
 gpu_specs(question, gpu=None)   a spec figure or feature, or a compact summary, of the run's GPU or a named one
-read_candidate(index)           an earlier candidate's source, verdict and message
+read_candidate(index)           an earlier candidate's source (whole), verdict and message
 profile_digest(index)           a candidate's Nsight Compute digest, or "not profiled: <why>"
 digest_diff(a, b)               what changed between two candidates' digests
 
 Each tool reads the run's state and folder (never a harness internal) and returns text, expected
-failures included; `run_tool_calls` runs a model's calls and truncates what they return, so one
-tool answer can never flood a prompt.
+failures included. Every tool also takes `offset` (default 0): `run_tool_calls` returns at most
+`tool_result_chars` characters of an answer from that offset, and when more is left it says how
+much and which offset reads on, so one answer never floods a prompt and nothing is cut silently.
 """
 
 from __future__ import annotations
@@ -27,13 +28,24 @@ from kernelwright.profiler import NcuDigest
 from kernelwright.profiler import diff as diff_digests
 from kernelwright.tools import specs
 
-SOURCE_CHARS = 6000
 
-
-def truncate(text: str, limit: int) -> tuple[str, bool]:
-    if len(text) <= limit:
+def page(text: str, limit: int, offset: int = 0, *, again: str = "") -> tuple[str, bool]:
+    """Characters [offset, offset + limit) of `text`, with a marker for what is left before and
+    after and how to read on (`again`: the call to repeat with another offset); (text, paged?)."""
+    offset = max(0, min(int(offset), len(text)))
+    if offset == 0 and len(text) <= limit:
         return text, False
-    return f"{text[:limit]}\n... [truncated: {len(text) - limit} more characters]", True
+    end = min(len(text), offset + limit)
+    if end < len(text):  # end the page at a line break when one is near
+        cut = text.rfind("\n", offset, end)
+        end = cut + 1 if cut > offset + limit // 2 else end
+    shown = text[offset:end]
+    before = f"[characters 0-{offset} of this answer come before: offset=0 reads them]\n" if offset else ""
+    after = ""
+    if end < len(text):
+        how = f"call {again} again with offset={end}" if again else f"offset={end} reads on"
+        after = f"\n[... {len(text) - end} more characters of {len(text)}: {how}]"
+    return before + shown + after, True
 
 
 class RunView:
@@ -54,7 +66,7 @@ class RunView:
             known.insert(0, 0)
         return f"no candidate {index} in this run (candidates: {', '.join(map(str, known)) or 'none yet'})"
 
-    def gpu_specs(self, question: str, gpu: str | None = None) -> str:
+    def gpu_specs(self, question: str, gpu: str | None = None, offset: int = 0) -> str:
         if gpu is None and self.config.device != "cuda":
             return (
                 "this run is on the CPU: there is no GPU to describe (name a GPU, e.g. gpu='h100', to read "
@@ -62,13 +74,12 @@ class RunView:
             )
         return specs.answer(question, gpu)
 
-    def read_candidate(self, index: int) -> str:
+    def read_candidate(self, index: int, offset: int = 0) -> str:
         cand = self.candidate(index)
         if cand is None:
             return self._missing(index)
         path = Path(cand["path"])
         source = path.read_text() if path.is_file() else f"(source file {path} is missing)"
-        source, _ = truncate(source, SOURCE_CHARS)
         reason = f" ({cand['reason']})" if cand["reason"] else ""
         speed = ", ".join(
             f"{s['ratio']:.2f}x vs {n} [CI {s['ci_low']:.2f}-{s['ci_high']:.2f}]" for n, s in cand["speedups"].items()
@@ -85,7 +96,7 @@ class RunView:
         ]
         return "\n".join(lines)
 
-    def profile_digest(self, index: int) -> str:
+    def profile_digest(self, index: int, offset: int = 0) -> str:
         cand = self.candidate(index)
         if cand is None:
             return self._missing(index)
@@ -111,7 +122,7 @@ class RunView:
         except ValidationError as exc:
             return None, f"the stored digest of candidate {index} is unreadable: {exc.errors()[0]['msg']}"
 
-    def digest_diff(self, a: int, b: int) -> str:
+    def digest_diff(self, a: int, b: int, offset: int = 0) -> str:
         first, why_a = self._digest(a)
         second, why_b = self._digest(b)
         if first is None or second is None:
@@ -153,7 +164,7 @@ def make_tools(state: AgentState, config: AgentConfig) -> list[BaseTool]:
 def run_tool_calls(
     reply: AIMessage, tools: list[BaseTool], limit: int
 ) -> list[tuple[ToolMessage, dict[str, Any], bool]]:
-    """(the ToolMessage, the call's args, whether the result was truncated) per call of `reply`."""
+    """(the ToolMessage, the call's args, whether the answer was paged) per call of `reply`."""
     by_name = {t.name: t for t in tools}
     out: list[tuple[ToolMessage, dict[str, Any], bool]] = []
     for call in reply.tool_calls:
@@ -168,7 +179,11 @@ def run_tool_calls(
                 text = (
                     f"the tool call failed: {type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
                 )
-        text, cut = truncate(text, limit)
+        try:
+            offset = int(args.get("offset") or 0)
+        except (TypeError, ValueError):
+            offset = 0
+        text, cut = page(text, limit, offset, again=call["name"])
         out.append(
             (ToolMessage(content=text, tool_call_id=call.get("id") or call["name"], name=call["name"]), args, cut)
         )

@@ -61,6 +61,7 @@ def test_rejected_hack_is_never_accepted_and_its_reason_reaches_the_next_prompts
             "reviewer": [review(feedback="torch.relu did the work: a fallback"), review()],
         },
         max_rounds=2,
+        coder_retries=0,  # no repair turn: the rejection goes straight to the reviewer
     )
     first = outcome.candidates[0]
     assert first["verdict"] == "rejected" and not first["beats_target"]
@@ -68,6 +69,21 @@ def test_rejected_hack_is_never_accepted_and_its_reason_reaches_the_next_prompts
     assert "torch_fallback" in session.prompts["reviewer"][0][-1].content
     assert "torch_fallback" in session.prompts["planner"][1][-1].content
     assert "a fallback" in session.prompts["coder"][1][-1].content
+
+
+def test_a_rejected_draft_comes_back_for_repair_with_the_registry_entry_not_the_detector() -> None:
+    outcome, session = _run(
+        {
+            "planner": [plan("call torch.relu")],
+            "coder": [code("rejected torch_fallback 50.0"), code("correct none 1.3")],
+            "reviewer": [review()],
+        },
+    )
+    assert [c["verdict"] for c in outcome.candidates] == ["rejected", "correct"] and outcome.accepted
+    repair = session.prompts["coder"][1][-1].content
+    assert "Your draft (candidate 1) failed: repair it" in repair
+    assert "# judge: rejected torch_fallback 50.0" in repair  # its own draft, in full
+    assert "What `torch_fallback` means and why it does not count: PyTorch did the main computation" in repair
 
 
 def test_budget_exhaustion_keeps_the_best_correct_candidate() -> None:
@@ -193,7 +209,9 @@ def test_prompts_stay_bounded_over_twenty_rounds() -> None:
     sizes = [sum(len(str(m.content)) for m in prompt) for prompt in session.prompts["coder"]]
     assert sizes[-1] <= 1.5 * sizes[0], sizes
     planner_sizes = [sum(len(str(m.content)) for m in prompt) for prompt in session.prompts["planner"]]
-    assert planner_sizes[-1] <= 1.1 * planner_sizes[9], planner_sizes  # summaries of the last few rounds only
+    assert planner_sizes[-1] <= 1.5 * planner_sizes[0], planner_sizes  # every round kept, one short line each
+    last = session.prompts["planner"][-1][-1].content
+    assert "r1: idea number 0" in last and "r19: idea number 18" in last  # the whole run, not the last 4 rounds
 
 
 def test_width_3_samples_three_candidates_and_evaluates_them_as_one_batch() -> None:

@@ -20,6 +20,7 @@ from tests.agent.helpers import FakeEvaluator, code, config, models, plan, revie
 
 def _run(script: dict[str, list[object]], evaluator: FakeEvaluator | None = None, **flags: object):
     session = ScriptedSession(script)  # type: ignore[arg-type]
+    flags.setdefault("coder_retries", 0)  # a rejected draft goes to the reviewer, not back for repair
     outcome = runner.run(
         config(**flags), runner.RunParts(models(session), evaluator or FakeEvaluator(), scripted=session)
     )  # type: ignore[arg-type]

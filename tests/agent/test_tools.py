@@ -98,7 +98,7 @@ def test_planner_tool_calls_answer_from_the_run_and_the_loop_is_bounded() -> Non
     assert sum(e["kind"] == "tool_called" for e in trajectory["events"]) == 7
 
 
-def test_tool_results_are_truncated() -> None:
+def test_tool_results_come_in_pages_that_say_how_to_read_on() -> None:
     script = {
         "planner": [plan("first"), tool_calls(("read_candidate", {"index": 1})), plan("second")],
         "coder": [code("correct none 0.8" + " " * 50 + "\n" + "# padding\n" * 400), code("correct none 1.6")],
@@ -108,7 +108,7 @@ def test_tool_results_are_truncated() -> None:
     cfg = config(max_rounds=2, tool_result_chars=300)
     runner.run(cfg, runner.RunParts(models(session), FakeEvaluator(), scripted=session))  # type: ignore[arg-type]
     text = _tool_results(session, "planner", 2)["read_candidate"]
-    assert len(text) < 400 and "[truncated:" in text
+    assert len(text) < 400 and "more characters of" in text and "call read_candidate again with offset=" in text
 
 
 def test_plain_json_endpoints_get_no_tools() -> None:

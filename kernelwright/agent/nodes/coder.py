@@ -1,69 +1,126 @@
-"""Coder: turns the plan into a complete ModelNew file. The code block is extracted and parsed
-with tree-sitter before anything is built; a reply without usable code goes back to the coder
-with the reason, a bounded number of times."""
+"""Coder: turns the plan into a candidate file, or repairs its own failed draft.
+
+On a new idea the prompt's base is the parent (the round's starting point); on a repair turn it is
+the coder's own draft that failed, in full, with the harness's feedback mapped onto it
+(`feedback.py`) and what the draft changed from its parent. The reply is a whole file or
+SEARCH/REPLACE edits to the base (`edits.py`), checked with tree-sitter before anything is built;
+a reply without usable code (no code, an edit that does not apply, a reply cut at max_tokens) goes
+back to the coder with the reason, a bounded number of times. The prompt also carries the machine,
+the times and the speed of light (`context.py`), the rules, and how candidates are written in the
+run's backend, with one example each (CUDA, Triton, CPU C++)."""
 
 from __future__ import annotations
 
-import re
+import difflib
 from functools import cache
 from pathlib import Path
 from typing import Literal
 
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, interrupt
 
 from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import CoderRetry
+from kernelwright.agent.nodes import context
 from kernelwright.agent.nodes.asking import ask
-from kernelwright.agent.nodes.common import (
-    best_source,
-    messages,
-    started,
-    stopped_by_user,
-    tail,
-)
+from kernelwright.agent.nodes.common import PROMPTS, describe, messages, started, starting_point, stopped_by_user
+from kernelwright.agent.nodes.edits import read_reply
 from kernelwright.agent.problems import brief, problem_of
-from kernelwright.agent.state import AgentState, add_usage
-from kernelwright.harness.checks.static.common import python_parser
+from kernelwright.agent.state import AgentState, CandidateRecord, add_usage
 
-_BLOCK = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
-_SOLUTIONS = Path(__file__).resolve().parents[2] / "problems" / "solutions" / "relu"
+_SOLUTIONS = Path(__file__).resolve().parents[2] / "problems" / "solutions"
+EXAMPLES = {
+    "cpp": _SOLUTIONS / "relu" / "cpp_fast.py",
+    "cuda": _SOLUTIONS / "relu" / "cuda_fast.py",
+    "triton": _SOLUTIONS / "adversarial" / "cuda" / "triton_correct_relu.py",
+}
+"""One example per backend: ReLU, each judged correct by the harness's own oracle runs."""
+DIFF_CHARS = 6_000
 
 
 @cache
 def example(backend: str) -> str:
-    name = "cpp_fast.py" if backend == "cpp" else "cuda_fast.py"
-    return (_SOLUTIONS / name).read_text()
+    return EXAMPLES[str(backend)].read_text()
 
 
-def extract_code(reply: str) -> tuple[str | None, str]:
+@cache
+def conventions(backend: str) -> str:
+    return (PROMPTS / f"backend_{backend}.md").read_text().strip()
+
+
+def extract_code(reply: str, base: str | None = None) -> tuple[str | None, str]:
     """(the candidate source, or None with the reason it is unusable)."""
-    blocks = [b.strip() + "\n" for b in _BLOCK.findall(reply)]
-    if not blocks:
-        return None, "the reply had no ```python code block"
-    source = next((b for b in reversed(blocks) if "ModelNew" in b), blocks[-1])
-    tree = python_parser().parse(source.encode())
-    if tree.root_node.has_error:
-        line = _first_error_line(tree.root_node)
-        return None, f"the code block is not valid Python (syntax error near line {line})"
-    if not any(
-        n.type == "class_definition"
-        and (name := n.child_by_field_name("name")) is not None
-        and name.text == b"ModelNew"
-        for n in tree.root_node.children
-    ):
-        return None, "the code block defines no top-level `class ModelNew`"
-    return source, ""
+    drafted = read_reply(reply, base)
+    return drafted.source, drafted.why
 
 
-def _first_error_line(node) -> int:  # type: ignore[no-untyped-def]
-    if node.type == "ERROR" or node.is_missing:
-        return int(node.start_point[0]) + 1
-    for child in node.children:
-        if child.has_error:
-            return _first_error_line(child)
-    return int(node.start_point[0]) + 1
+def _diff(parent: str, draft: str, parent_index: int) -> str:
+    lines = difflib.unified_diff(
+        parent.splitlines(keepends=True),
+        draft.splitlines(keepends=True),
+        fromfile=f"candidate {parent_index} (parent)",
+        tofile="your draft",
+        n=2,
+    )
+    text = "".join(lines)
+    return context.clip(text or "(no change)\n", DIFF_CHARS, what="the diff", page="the draft above is whole")
+
+
+def _base(state: AgentState) -> tuple[str, str, str, str, str | None]:
+    """(title, name, base shown, repair section, base source) for this coder turn."""
+    repair = state.get("repair")
+    parent = state.get("start") or starting_point(state)
+    if repair is not None:
+        draft = Path(repair["path"]).read_text()
+        record: CandidateRecord | None = next(
+            (c for c in state.get("candidates", []) if c["index"] == repair["index"]), None
+        )
+        shown = (
+            context.source_text(record)
+            if record
+            else context.clip(draft, context.SOURCE_CHARS, what="the draft", page="")
+        )
+        section = f"## What the harness said about your draft (candidate {repair['index']})\n{repair['feedback']}\n"
+        if parent is not None:
+            section += (
+                f"\n## What your draft changed from its parent (candidate {parent['index']})\n"
+                f"```diff\n{_diff(Path(parent['path']).read_text(), draft, parent['index'])}```\n"
+            )
+        title = f"Your draft (candidate {repair['index']}) failed: repair it (the base for edits)"
+        return title, "draft", f"```python\n{shown}```", section, draft
+    if parent is None:
+        return "Starting point", "starting point", "(none yet: write the file from scratch)", "", None
+    title = f"Starting point (the base for edits): {describe(parent)}"
+    return title, "starting point", f"```python\n{context.source_text(parent)}```", "", Path(parent["path"]).read_text()
+
+
+def prompt_for(state: AgentState, cfg: AgentConfig, plan: str) -> tuple[list[BaseMessage], str | None]:
+    """The coder's prompt for this turn, and the base its edits apply to."""
+    title, name, base, repair, base_source = _base(state)
+    parent = state.get("start") or starting_point(state)
+    feedback = state.get("coder_feedback") or ""
+    prompt = messages(
+        "coder",
+        plan=plan,
+        brief=brief(cfg.problem, cfg.size),
+        reference=problem_of(cfg.problem).source,
+        machine=context.machine_text(state),
+        times=context.times_text(state, parent),
+        digest=context.digest_text(state, parent),
+        rules=context.rules_text(cfg),
+        backend=cfg.backend,
+        conventions=conventions(cfg.backend),
+        example=example(cfg.backend),
+        run=context.run_text(state),
+        base_title=title,
+        base_name=name,
+        base=base,
+        repair=repair,
+        feedback=f"\n# About your last reply\n{feedback}" if feedback else "",
+    )
+    return prompt, base_source
 
 
 def coder(state: AgentState, config: RunnableConfig) -> Command[Literal["coder", "evaluate", "reviewer", "__end__"]]:
@@ -79,24 +136,14 @@ def coder(state: AgentState, config: RunnableConfig) -> Command[Literal["coder",
         if isinstance(answer, str) and answer.strip():
             plan_update["plan"] = answer.strip()
     started(deps, state, "coder")
-    prompt = messages(
-        "coder",
-        plan=plan_update.get("plan") or state.get("plan", ""),
-        brief=brief(cfg.problem, cfg.size),
-        reference=problem_of(cfg.problem).source,
-        backend=cfg.backend,
-        example=example(cfg.backend),
-        best_source=best_source(state),
-        previous=tail(state.get("history", []), 1),
-        feedback=state.get("coder_feedback") or "(first attempt)",
-    )
+    prompt, base = prompt_for(state, cfg, str(plan_update.get("plan") or state.get("plan", "")))
     sources: list[str] = []
     whys: list[str] = []
     usage: dict[str, float] = {}
     for _ in range(cfg.width):  # --width K: K samples of the same prompt, evaluated as one batch
         reply, used = ask("coder", prompt, cfg, deps)
         usage = add_usage(usage, used)
-        source, why = extract_code(reply)
+        source, why = extract_code(reply, base)
         if source is not None:
             sources.append(source)
         else:
@@ -110,7 +157,7 @@ def coder(state: AgentState, config: RunnableConfig) -> Command[Literal["coder",
     misses = state.get("no_code_replies", 0) + 1
     deps.events.emit(CoderRetry(why=why))
     if misses > cfg.no_code_retries:
-        note = f"round {state.get('round', 0)}: the coder gave no usable code {misses} times ({why})"
-        return Command(goto="reviewer", update={"no_code_replies": misses, "history": [note], "usage": usage})
-    feedback = f"Your last reply was unusable: {why}. Reply with the complete file in one ```python block."
+        note = f"the coder gave no usable code {misses} times ({why})"
+        return Command(goto="reviewer", update={"no_code_replies": misses, "coder_feedback": note, "usage": usage})
+    feedback = f"Your last reply was unusable: {why}. Reply with the complete file in one ```python block, or with edits that apply."
     return Command(goto="coder", update={"no_code_replies": misses, "coder_feedback": feedback, "usage": usage})

@@ -2,13 +2,15 @@
 worker is already warm while the LLM writes; with --width K the K candidates are one batch, built
 in parallel). Each candidate is written to candidates/NNN.py and its EvalResult stored under
 results/<sha>.json as soon as the harness returns it, so a resumed run never evaluates the same
-source twice; it is written to memory at once too, before its event goes out. Build errors and
-failed correctness go back to the coder with the truncated error, a bounded number of times per
-plan."""
+source twice; it is written to memory at once too, before its event goes out. A draft that did
+not build, was incorrect, crashed, timed out or was rejected goes back to the coder to repair
+(`coder_retries` times per plan): the most nearly working of the round's drafts, with the
+feedback mapped onto it (`feedback.py`); the other drafts' verdicts go with it in short."""
 
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 from typing import Literal
 
@@ -20,11 +22,14 @@ from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import CandidateEvaluated, CandidateWritten
 from kernelwright.agent.nodes.common import started, stopped_by_user
-from kernelwright.agent.state import AgentState, CandidateRecord
+from kernelwright.agent.nodes.feedback import failure_feedback
+from kernelwright.agent.state import AgentState, CandidateRecord, RepairRecord
 from kernelwright.harness.result import EvalResult
 from kernelwright.harness.verdicts import Verdict
 
-_BACK_TO_CODER = {Verdict.BUILD_ERROR, Verdict.INCORRECT, Verdict.CRASHED, Verdict.TIMEOUT}
+_REPAIR_ORDER = (Verdict.INCORRECT, Verdict.REJECTED, Verdict.CRASHED, Verdict.TIMEOUT, Verdict.BUILD_ERROR)
+"""The verdicts a draft goes back to the coder with, the most nearly working first: of a round's
+failed drafts, the first in this order is the one repaired."""
 DEVICE_PHASES = ("correctness", "work_share", "timing")
 """The harness phases that run on the device: what the GPU-time budget counts."""
 
@@ -34,18 +39,6 @@ def gpu_seconds(result: EvalResult, cached: bool, device: str) -> float:
     if device != "cuda" or cached:
         return 0.0
     return sum(result.phase_seconds.get(p, 0.0) for p in DEVICE_PHASES)
-
-
-def feedback(result: EvalResult, limit: int) -> str:
-    """What the coder reads about a failed attempt: verdict, reason, message and the worker's
-    stderr tail, truncated (the end of a compiler log is where the error is)."""
-    head = f"The harness said: {result.verdict.value}"
-    if result.reason:
-        head += f" ({result.reason.value})"
-    text = f"{head}: {result.message}".strip()
-    if result.stderr_tail and result.verdict in (Verdict.BUILD_ERROR, Verdict.CRASHED):
-        text += f"\nLog tail:\n{result.stderr_tail[-limit:]}"
-    return text[: limit * 2]
 
 
 def _judge(paths: list[Path], shas: list[str], cfg: AgentConfig, deps: Deps) -> list[tuple[EvalResult, bool]]:
@@ -112,19 +105,41 @@ def evaluate(state: AgentState, config: RunnableConfig) -> Command[Literal["code
         "last_candidate": max(correct, key=budget.score) if correct else records[-1],
         "drafts": [],
         "best": best,
+        "repair": None,
+        "coder_feedback": "",
+        "elapsed_s": time.monotonic() - deps.started,
     }
     if gpu := sum(gpu_seconds(result, cached, cfg.device) for result, cached in judged):
         update["usage"] = {"gpu_s": gpu}
-    return Command(goto=_next([r for r, _ in judged], state, cfg, update), update=update)
+    results = [r for r, _ in judged]
+    return Command(goto=_next(results, records, paths, state, cfg, update), update=update)
 
 
 def _next(
-    results: list[EvalResult], state: AgentState, cfg: AgentConfig, update: dict[str, object]
+    results: list[EvalResult],
+    records: list[CandidateRecord],
+    paths: list[Path],
+    state: AgentState,
+    cfg: AgentConfig,
+    update: dict[str, object],
 ) -> Literal["coder", "profile", "reviewer"]:
     if any(r.verdict == Verdict.CORRECT for r in results):
         return "profile"
-    retry = [r for r in results if r.verdict in _BACK_TO_CODER]
-    if retry and state.get("attempt", 1) <= cfg.coder_retries:
-        update["coder_feedback"] = "\n\n".join(feedback(r, cfg.feedback_chars // len(retry)) for r in retry)
-        return "coder"
-    return "reviewer"  # rejected (the reviewer explains the hack), or out of retries
+    failed = [i for i, r in enumerate(results) if r.verdict in _REPAIR_ORDER]
+    if not failed or state.get("attempt", 1) > cfg.coder_retries:
+        return "reviewer"  # out of retries: the reviewer sees the round (and explains a hack)
+    chosen = min(failed, key=lambda i: (_REPAIR_ORDER.index(results[i].verdict), i))
+    source = paths[chosen].read_text()
+    update["repair"] = RepairRecord(
+        index=records[chosen]["index"],
+        path=str(paths[chosen]),
+        feedback=failure_feedback(results[chosen], source, cfg.feedback_chars),
+    )
+    others = [f"candidate {records[i]['index']}: {_short(results[i])}" for i in failed if i != chosen]
+    update["coder_feedback"] = ("The other drafts of this turn: " + "; ".join(others)) if others else ""
+    return "coder"
+
+
+def _short(result: EvalResult) -> str:
+    reason = f" ({result.reason.value})" if result.reason else ""
+    return f"{result.verdict.value}{reason}: {result.message.splitlines()[0][:160] if result.message else ''}"

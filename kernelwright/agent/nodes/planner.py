@@ -5,8 +5,11 @@ acceptance are checked here, in code, before any tokens are spent."""
 
 from __future__ import annotations
 
+import re
+import time
 from typing import Any, Literal
 
+from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 from pydantic import BaseModel, Field
@@ -15,10 +18,10 @@ from kernelwright.agent import budget, remember
 from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import PlanWritten
+from kernelwright.agent.nodes import context
 from kernelwright.agent.nodes.asking import ask_with_tools
 from kernelwright.agent.nodes.common import (
     describe,
-    hardware_text,
     messages,
     role_tools,
     started,
@@ -27,7 +30,7 @@ from kernelwright.agent.nodes.common import (
     tail,
 )
 from kernelwright.agent.problems import brief, problem_of
-from kernelwright.agent.state import AgentState
+from kernelwright.agent.state import AgentState, add_usage
 from kernelwright.agent.tools import describe_tools
 
 
@@ -57,8 +60,22 @@ def planner(state: AgentState, config: RunnableConfig) -> Command[Literal["coder
         raise
 
 
+def similar(a: str, b: str) -> float:
+    """How alike two plans are: the Jaccard index of their word sets (words of 3+ letters)."""
+    words_a, words_b = (set(re.findall(r"[a-z0-9_]{3,}", t.lower())) for t in (a, b))
+    return len(words_a & words_b) / len(words_a | words_b) if words_a and words_b else 0.0
+
+
+ABANDONED_LIKE = 0.6
+"""A plan whose words overlap an abandoned plan's this much (Jaccard) is sent back once."""
+
+
 def _plan(state: AgentState, cfg: AgentConfig, deps: Deps, round_: int, hints: list[str]) -> Command[Any]:
     started(deps, {**state, "round": round_}, "planner")
+    measured: dict[str, Any] = {}
+    if state.get("context") is None:  # once per run, kept in the state (a resume does not re-measure)
+        measured["context"] = context.measure(cfg, deps)
+        state = {**state, **measured}  # type: ignore[typeddict-item]
     start = starting_point(state)
     start_note = ""
     if start is not None and start["index"] == 0:
@@ -72,7 +89,8 @@ def _plan(state: AgentState, cfg: AgentConfig, deps: Deps, round_: int, hints: l
         "planner",
         brief=brief(cfg.problem, cfg.size),
         reference=problem_of(cfg.problem).source,
-        hardware=hardware_text(cfg),
+        hardware=context.machine_text(state),
+        times=context.times_text(state, start),
         backend=cfg.backend,
         target_baseline="torch.compile (eager where compile is unavailable)",
         target=f"{cfg.target:g}",
@@ -81,13 +99,26 @@ def _plan(state: AgentState, cfg: AgentConfig, deps: Deps, round_: int, hints: l
         memory=remember.recall_text(cfg, deps),
         tools=describe_tools(tools),
         tool_rounds=cfg.tool_rounds,
-        history=tail(state.get("history", []), 4),
+        history=context.run_text(state),
         lessons=tail(state.get("lessons", []), 8),
         hints=tail(state.get("hints", []) + hints, 4),
         round=round_,
     )
     plan, raw, usage = ask_with_tools("planner", prompt, Plan, tools, cfg, deps)
     text = plan.plan if plan is not None else raw.strip()[:1500]
+    like = max(state.get("abandoned") or [], key=lambda a: similar(a, text), default=None)
+    if like is not None and similar(like, text) >= ABANDONED_LIKE:
+        again = [
+            *prompt,
+            HumanMessage(
+                f"That plan is too like a direction the reviewer abandoned ({like[:200]!r}). "
+                "Propose a different direction, as JSON."
+            ),
+        ]
+        retried, raw, more = ask_with_tools("planner", again, Plan, [], cfg, deps)
+        usage = add_usage(usage, more)
+        plan = retried or plan
+        text = plan.plan if plan is not None else raw.strip()[:1500]
     expected = plan.expected_speedup if plan is not None else None
     deps.events.emit(PlanWritten(plan=text, expected_speedup=expected, hints=hints, round=round_))
     return Command(
@@ -98,7 +129,10 @@ def _plan(state: AgentState, cfg: AgentConfig, deps: Deps, round_: int, hints: l
             "plan_expected_speedup": expected,
             "attempt": 0,
             "coder_feedback": "",
+            "repair": None,
             "no_code_replies": 0,
+            "elapsed_s": time.monotonic() - deps.started,
+            **measured,
             "last_candidate": None,
             "start": start,
             "profile_note": "",

@@ -1,10 +1,12 @@
-"""Reviewer: a structured verdict on the round (iterate with feedback, or abandon the direction),
+"""Reviewer: a structured verdict on the round (iterate with feedback, or abandon the direction:
+the plan is then recorded as abandoned, shown to the planner, and a plan too like it is sent back),
 a one-line lesson (written to memory beside the round's candidates), and a plain explanation of
 any hack the harness rejected. It decides nothing about acceptance: whether the run stops is
 computed here in code, from the EvalResults."""
 
 from __future__ import annotations
 
+import time
 from typing import Literal
 
 from langchain_core.runnables import RunnableConfig
@@ -15,6 +17,7 @@ from kernelwright.agent import budget, remember
 from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import ReviewWritten
+from kernelwright.agent.nodes import context
 from kernelwright.agent.nodes.asking import ask_with_tools
 from kernelwright.agent.nodes.common import describe, messages, role_tools, started, stopped_by_user
 from kernelwright.agent.state import AgentState
@@ -30,7 +33,8 @@ class Review(BaseModel):
 def outcome_text(state: AgentState) -> str:
     last = state.get("last_candidate")
     if last is None:
-        return "No candidate was evaluated this round: the coder gave no usable code."
+        why = state.get("coder_feedback") or "the coder gave no usable code"
+        return f"No candidate was evaluated this round: {why}."
     text = describe(last)
     if last["verdict"] == "rejected":
         text += "\nThe harness REJECTED it as a reward hack or rule violation; it can never be accepted."
@@ -69,11 +73,18 @@ def reviewer(state: AgentState, config: RunnableConfig) -> Command[Literal["plan
     remember.annotate(cfg, deps, this_round, lesson=review.lesson)
     best = state.get("best")
     improved = best is not None and best["round"] == round_
-    summary = f"round {round_}: plan: {state.get('plan', '')[:300]} | result: {outcome.splitlines()[0]}"
-    summary += f" | review: {review.decision}: {review.feedback[:400]}"
+    summary = context.round_line(
+        round_,
+        state.get("plan", ""),
+        context.outcome_short(state.get("last_candidate")),
+        review.decision,
+        review.feedback,
+    )
     update = {
         "lessons": [review.lesson] if review.lesson else [],
         "history": [summary],
+        "elapsed_s": time.monotonic() - deps.started,
+        "abandoned": [state.get("plan", "")] if review.decision == "abandon" and state.get("plan") else [],
         "usage": usage,
         "rounds_without_improvement": 0 if improved else state.get("rounds_without_improvement", 0) + 1,
     }
