@@ -13,10 +13,13 @@ Layer 6 of DESIGN.md: this folder imports only `kernelwright.config` and `kernel
 import it. Inside the folder there are no import circles, hidden or not.
 """
 
+from kernelwright.hardware_specs.brief import hardware_brief
+from kernelwright.hardware_specs.ceilings import Ceiling, Ceilings, gpu_ceilings, host_ceilings
 from kernelwright.hardware_specs.detect_cpu import CpuCache, CpuInfo, detect_cpu
 from kernelwright.hardware_specs.detect_gpu import DetectedGpu
 from kernelwright.hardware_specs.detection import HardwareInfo, detect, detected_spec
 from kernelwright.hardware_specs.live_gpu import GpuLive, SmiAnswer, current_gpu, live_gpus, nvidia_smi
+from kernelwright.hardware_specs.measured import CpuCeilings, cpu_ceilings
 from kernelwright.hardware_specs.query import (
     SpecAnswer,
     has_feature,
@@ -30,7 +33,10 @@ from kernelwright.hardware_specs.schema import GpuSpec, Source, SpecTable, field
 from kernelwright.hardware_specs.table import get_spec, known_gpus, load_table, lookup
 
 __all__ = [
+    "Ceiling",
+    "Ceilings",
     "CpuCache",
+    "CpuCeilings",
     "CpuInfo",
     "DetectedGpu",
     "GpuLive",
@@ -41,13 +47,17 @@ __all__ = [
     "Source",
     "SpecAnswer",
     "SpecTable",
+    "cpu_ceilings",
     "current_gpu",
     "detect",
     "detect_cpu",
     "detected_spec",
     "field_paths",
     "get_spec",
+    "gpu_ceilings",
+    "hardware_brief",
     "has_feature",
+    "host_ceilings",
     "known_gpus",
     "live_gpus",
     "load_table",

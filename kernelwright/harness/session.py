@@ -117,6 +117,14 @@ class EvalSession:
             self._spare_ready = CandidateClient(self._spares[0][1]).ready(timeout_s).ok
         return self._spare_ready
 
+    def baseline_ms(self) -> dict[str, float]:
+        """The reference's median times (ms) under each baseline (eager, torch.compile), timed once
+        in the reference's own process (which never runs candidate code) on a quiet machine, once
+        per session: the figures each candidate's own baseline timings are cross-checked against,
+        so asking for them before the first candidate costs nothing later."""
+        self.ctx.await_reference()
+        return {name: figures.median_ms for name, figures in self.ctx.clean_baselines().items()}
+
     def evaluate(self, candidates: list[Path]) -> list[EvalResult]:
         """Evaluate each candidate against the problem; one EvalResult per candidate, in order."""
         ctx, opts = self.ctx, self.opts

@@ -41,6 +41,7 @@ from kernelwright.profiler.runner import (
     profile_problem,
     run_ncu,
 )
+from kernelwright.profiler.speed_of_light import SpeedOfLight, Work, count_work
 from kernelwright.profiler.sweep import SweepResult, SweepSpec, SweepStatus, run_sweep
 
 __all__ = [
@@ -58,12 +59,15 @@ __all__ = [
     "ProfileStatus",
     "Roofline",
     "RuleResult",
+    "SpeedOfLight",
     "SweepResult",
     "SweepSpec",
     "SweepStatus",
+    "Work",
     "build_command",
     "build_digest",
     "classify",
+    "count_work",
     "diff",
     "find_ncu",
     "kernel_ownership",

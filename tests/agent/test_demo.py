@@ -22,9 +22,14 @@ def test_demo_runs_as_scripted_and_leaves_a_run_folder(tmp_path: Path, capsys: p
     [run_dir] = list((tmp_path / "runs").iterdir())
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["scripted"] == "relu-cpu" and summary["accepted"]
-    assert [c["verdict"] for c in summary["candidates"]] == ["correct", "build_error", "correct", "rejected", "correct"]
-    assert (run_dir / "best.py").read_text() == (run_dir / "candidates" / "005.py").read_text()
-    assert len(list((run_dir / "results").glob("*.json"))) == 5
+    verdicts = ["correct", "build_error", "correct", "rejected", "correct", "correct"]
+    assert [c["verdict"] for c in summary["candidates"]] == verdicts
+    assert (run_dir / "best.py").read_text() == (run_dir / "candidates" / "006.py").read_text()
+    assert len(list((run_dir / "results").glob("*.json"))) == 6
+    # the repairs were edits to the coder's own failed drafts: only the edited lines changed
+    fixed, unhacked = (run_dir / "candidates" / "003.py").read_text(), (run_dir / "candidates" / "005.py").read_text()
+    assert "const float zero = 0.f;" in fixed and "torch.relu(x)" not in unhacked
+    assert "lib.relu(x, y, x.numel())" in unhacked
     lines = [json.loads(line) for line in events.read_text().splitlines()]
     assert lines[0]["kind"] == "run_started" and lines[0]["scripted"] == "relu-cpu"
     assert lines[-1]["kind"] == "run_finished" and lines[-1]["accepted"]
@@ -34,7 +39,7 @@ def test_demo_runs_as_scripted_and_leaves_a_run_folder(tmp_path: Path, capsys: p
     assert run_dir.name in listed and "(scripted)" in listed
     assert run_cli(["runs", "list", "--json"]) == 0
     [row] = json.loads(capsys.readouterr().out)
-    assert row["run_id"] == run_dir.name and row["accepted"] and row["candidates"] == 5
+    assert row["run_id"] == run_dir.name and row["accepted"] and row["candidates"] == 6
     assert run_cli(["runs", "show", run_dir.name]) == 0
     assert "torch_fallback" in capsys.readouterr().out
     assert run_cli(["runs", "show", "no-such-run"]) == 2

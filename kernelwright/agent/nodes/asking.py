@@ -1,79 +1,244 @@
-"""Calling a role's model from a node: usage accounting (an event and the state's counters per
-call), plain and structured replies, and the planner's and reviewer's bounded tool-calling loop.
-What the endpoint does (retries, streaming, refused parameters) is `agent/llm.py`'s."""
+"""Calling a role's model from a node: one sample or several at once, plain and structured
+replies, the planner's and reviewer's bounded tool-calling loop, and the accounting of every
+request (an event and the state's counters, per role). What the endpoint does (streaming,
+refused parameters, cut replies, prompts too long) is `agent/llm.py`'s; this module decides what
+a node gets back and what the run's frontends are shown while it waits."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from typing import TypeVar
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ValidationError
 
 from kernelwright.agent import llm
 from kernelwright.agent.configuration import AgentConfig, Role
 from kernelwright.agent.deps import Deps
-from kernelwright.agent.events import ToolCalled, UsageUpdated
+from kernelwright.agent.events import LlmNote, TokensStreamed, ToolCalled, UsageUpdated
 from kernelwright.agent.state import add_usage
 from kernelwright.agent.tools import run_tool_calls
+from kernelwright.errors import EnvironmentProblem
 
 T = TypeVar("T", bound=BaseModel)
+STREAM_EVENT_INTERVAL_S = 0.25
+"""At most four TokensStreamed events a second per request: a live line, not a token log."""
+LEFT_OUT = "characters left out here so that the prompt fits the model's context"
 
 
-def _account(reply: AIMessage | None, role: Role, config: AgentConfig, deps: Deps) -> dict[str, float]:
-    usage = llm.usage_of(reply)
-    cost = usage.cost(config)
-    total = usage.input_tokens + usage.output_tokens
-    deps.events.emit(
-        UsageUpdated(
-            role=role,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            total_tokens=total,
-            cost_usd=cost,
-            estimated=usage.estimated,
+@dataclass(frozen=True)
+class Answer:
+    """One sample's reply, as a node uses it."""
+
+    text: str
+    """The reply's text ("" when `error`)."""
+    usage: dict[str, float]
+    """The state's usage counters for this sample (every request it took)."""
+    cut: bool = False
+    """finish_reason was "length" even after the one retry with more room: report "cut at
+    max_tokens", never "no code block"."""
+    error: str | None = None
+    """This sample failed (one line); the step's other samples went on."""
+
+    def __iter__(self) -> Iterator[Any]:
+        """Transitional: unpacks as `(text, usage)`, the pair `ask` returned before `Answer`, until
+        coder.py reads `cut` and `error` (then delete this)."""
+        return iter((self.text, self.usage))
+
+
+class _Watch:
+    """One request's watcher: throttled TokensStreamed events, and an LlmNote per mending."""
+
+    def __init__(self, deps: Deps, role: Role, sample: int) -> None:
+        self.deps, self.role, self.sample = deps, role, sample
+        self.last = time.monotonic()
+
+    def streamed(self, chars: int, tail: str) -> None:
+        now = time.monotonic()
+        if now - self.last < STREAM_EVENT_INTERVAL_S:
+            return
+        self.last = now
+        self.deps.events.emit(
+            TokensStreamed(
+                role=self.role,
+                sample=self.sample,
+                chars=chars,
+                tokens_so_far=math.ceil(chars / 4),
+                preview_tail=tail,
+            )
         )
-    )
-    return {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "total_tokens": total,
-        "cost_usd": cost,
-        f"calls.{role}": 1,
-    }
+
+    def noted(self, what: str, detail: str) -> None:
+        self.deps.events.emit(LlmNote(role=self.role, sample=self.sample, what=what, detail=detail))  # type: ignore[arg-type]
 
 
-def ask(role: Role, prompt: list[BaseMessage], config: AgentConfig, deps: Deps) -> tuple[str, dict[str, float]]:
-    reply = llm.call_llm(deps.models[role], prompt, config, role)
-    return str(reply.content), _account(reply, role, config, deps)
+def shorten_longest(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """The default `compress`: the middle half of the longest human message left out (at line
+    breaks where there are some), with a marker saying how much; the other messages as they were.
+    Unchanged when no human message is long enough to matter."""
+    sizes = [
+        (len(m.content), i)
+        for i, m in enumerate(messages)
+        if isinstance(m, HumanMessage) and isinstance(m.content, str)
+    ]
+    if not sizes or max(sizes)[0] < 400:
+        return messages
+    length, index = max(sizes)
+    text = str(messages[index].content)
+    quarter, eighth = length // 4, length // 8
+    head_end = text.rfind("\n", eighth, quarter)
+    head_end = head_end if head_end >= 0 else quarter
+    tail_start = text.find("\n", length - quarter, length - eighth)
+    tail_start = tail_start + 1 if tail_start >= 0 else length - quarter
+    left_out = tail_start - head_end
+    shorter = f"{text[:head_end]}\n[... {left_out:,} {LEFT_OUT} ...]\n{text[tail_start:]}"
+    out = list(messages)
+    out[index] = messages[index].model_copy(update={"content": shorter})
+    return out
+
+
+def _account(outcome: llm.Outcome, role: Role, config: AgentConfig, deps: Deps, sample: int = 0) -> dict[str, float]:
+    """An event per reply received and the state's counters for all of them (a reply cut and asked
+    again was billed too); `calls.<role>` counts the requests sent."""
+    price = config.price_for(role)
+    usage: dict[str, float] = {}
+    for reply in outcome.replies:
+        used = reply.usage
+        cost = used.cost(price)
+        deps.events.emit(
+            UsageUpdated(
+                role=role,
+                input_tokens=used.input_tokens,
+                output_tokens=used.output_tokens,
+                total_tokens=used.total_tokens,
+                cost_usd=cost,
+                estimated=used.estimated,
+                cached_tokens=used.cached_tokens,
+                reasoning_tokens=used.reasoning_tokens,
+                sample=sample,
+            )
+        )
+        usage = add_usage(usage, used.counters(role, price))
+    usage[f"calls.{role}"] = float(outcome.requests)
+    deps.models[role] = outcome.model  # a parameter the model refused stays left out for the rest of the run
+    return usage
+
+
+async def _ask_all(
+    role: Role, prompts: list[list[BaseMessage]], config: AgentConfig, deps: Deps, compress: llm.Compress
+) -> list[llm.Outcome | BaseException]:
+    model = deps.models[role]
+    numbered = len(prompts) > 1
+    calls = [
+        llm.acall(model, prompt, config, role, compress=compress, watch=_Watch(deps, role, i + 1 if numbered else 0))
+        for i, prompt in enumerate(prompts)
+    ]
+    return await asyncio.gather(*calls, return_exceptions=True)
+
+
+def ask_many(
+    role: Role,
+    prompts: list[list[BaseMessage]],
+    config: AgentConfig,
+    deps: Deps,
+    *,
+    compress: llm.Compress | None = None,
+) -> list[Answer]:
+    """One reply per prompt, all requests in flight at once, in the prompts' order. A sample that
+    fails (an API error after retries, a timeout, a prompt too long) is an `Answer` with `error`
+    and the others go on; when every sample fails, the first one's EnvironmentProblem ends the step.
+    Anything else raised (a bug, a scripted run leaving its script) is raised as it is."""
+    results = llm.run_sync(_ask_all(role, prompts, config, deps, compress or shorten_longest))
+    for result in results:
+        if isinstance(result, BaseException) and not isinstance(result, EnvironmentProblem):
+            raise result
+    problems = [r for r in results if isinstance(r, EnvironmentProblem)]
+    if problems and len(problems) == len(results):
+        raise problems[0]
+    answers = []
+    for sample, result in enumerate(results, start=1 if len(results) > 1 else 0):
+        if isinstance(result, llm.Outcome):
+            usage = _account(result, role, config, deps, sample)
+            answers.append(Answer(str(result.reply.message.content), usage, cut=result.cut))
+        else:
+            line = result.one_line() if isinstance(result, EnvironmentProblem) else str(result)
+            deps.events.emit(LlmNote(role=role, sample=sample, what="sample_failed", detail=line))
+            answers.append(Answer("", {f"calls.{role}": 1.0}, error=line))
+    return answers
+
+
+def ask(
+    role: Role, prompt: list[BaseMessage], config: AgentConfig, deps: Deps, *, compress: llm.Compress | None = None
+) -> Answer:
+    """One reply (its failure raised: `error` is always None here)."""
+    [answer] = ask_many(role, [prompt], config, deps, compress=compress)
+    return answer
 
 
 def ask_structured(
-    role: Role, prompt: list[BaseMessage], schema: type[T], config: AgentConfig, deps: Deps
+    role: Role,
+    prompt: list[BaseMessage],
+    schema: type[T],
+    config: AgentConfig,
+    deps: Deps,
+    *,
+    compress: llm.Compress | None = None,
 ) -> tuple[T | None, str, dict[str, float]]:
-    parsed, raw = llm.call_structured(deps.models[role], prompt, schema, config, role)
-    return parsed, str(raw.content) if raw is not None else "", _account(raw, role, config, deps)
+    parsed, outcome = llm.run_sync(
+        llm.acall_structured(
+            deps.models[role],
+            prompt,
+            schema,
+            config,
+            role,
+            compress=compress or shorten_longest,
+            watch=_Watch(deps, role, 0),
+        )
+    )
+    return parsed, str(outcome.reply.message.content), _account(outcome, role, config, deps)
 
 
 def ask_with_tools(
-    role: Role, prompt: list[BaseMessage], schema: type[T], tools: list[BaseTool], config: AgentConfig, deps: Deps
+    role: Role,
+    prompt: list[BaseMessage],
+    schema: type[T],
+    tools: list[BaseTool],
+    config: AgentConfig,
+    deps: Deps,
+    *,
+    compress: llm.Compress | None = None,
 ) -> tuple[T | None, str, dict[str, float]]:
     """A structured answer, after at most `config.tool_rounds` rounds of tool calls.
 
     With function calling the answer schema is offered beside the tools, so a model that needs no
     tool answers in one call; otherwise a reply without tool calls is parsed as JSON. When the
     model keeps calling tools, or answers in prose, one last structured call (without tools) asks
-    for the answer. Each call is accounted; each tool call is an event."""
+    for the answer. Each call is accounted and streamed; each tool call is an event."""
     if not tools:
-        return ask_structured(role, prompt, schema, config, deps)
-    answer_tool = config.structured_method == "function_calling"
-    bound = deps.models[role].bind_tools([*tools, schema] if answer_tool else tools)
+        return ask_structured(role, prompt, schema, config, deps, compress=compress)
+    offered: list[BaseTool | type[BaseModel]] = (
+        [*tools, schema] if config.structured_method == "function_calling" else [*tools]
+    )
     history = list(prompt)
     usage: dict[str, float] = {}
     for _ in range(config.tool_rounds):
-        reply = llm.call_llm(bound, history, config, role)
-        usage = add_usage(usage, _account(reply, role, config, deps))
+        outcome = llm.call(
+            deps.models[role],
+            history,
+            config,
+            role,
+            bind=lambda m: m.bind_tools(offered),
+            compress=compress or shorten_longest,
+            watch=_Watch(deps, role, 0),
+        )
+        usage = add_usage(usage, _account(outcome, role, config, deps))
+        reply = outcome.reply.message
         answer = next((c for c in reply.tool_calls if c["name"] == schema.__name__), None)
         if answer is not None:
             try:
@@ -96,5 +261,5 @@ def ask_with_tools(
             )
     else:
         history.append(HumanMessage("You have used your tool calls for this step: answer now, as JSON."))
-    parsed, raw, used = ask_structured(role, history, schema, config, deps)
+    parsed, raw, used = ask_structured(role, history, schema, config, deps, compress=compress)
     return parsed, raw, add_usage(usage, used)

@@ -24,13 +24,21 @@ from kernelwright.harness.reasons import REASONS
 from kernelwright.harness.result import EvalResult, TrialResult
 from kernelwright.harness.verdicts import Verdict
 
+_FILE = r"(?P<file>[^\s:()'\"]+\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp))"
+_NEXT = r"(?=;\s+[^\s:()'\"]+\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)[:(]|$)"
+# g++/clang `file:line[:col]: error: msg`, also as the harness's one-line summary joins them
+# (`a.cpp:6: error: x; a.cpp:9: error: y`); nvcc `file(line): error: msg`.
 _GCC = re.compile(
-    r"^(?P<file>[^\s:()]+\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)):(?P<line>\d+):(?:\d+:)?\s*"
-    r"(?P<kind>fatal error|error|warning):\s*(?P<msg>.*)$"
+    rf"(?:^|\s){_FILE}:(?P<line>\d+):(?:\d+:)?\s*(?P<kind>fatal error|error|warning):\s*(?P<msg>.*?){_NEXT}",
+    re.MULTILINE,
 )
 _NVCC = re.compile(
-    r"^(?P<file>[^\s()]+\.(?:cu|cuh|cpp|h|hpp))\((?P<line>\d+)\):\s*(?P<kind>error|warning)[^:]*:\s*(?P<msg>.*)$"
+    rf"(?:^|\s){_FILE}\((?P<line>\d+)\):\s*(?P<kind>error|warning)[^:]*:\s*(?P<msg>.*?){_NEXT}", re.MULTILINE
 )
+_QUOTED = re.compile(r"[‘'\"`](?P<name>[A-Za-z_]\w*)[’'\"`]")
+_PREFIX_LINES = {"main.cpp": 1, "cuda.cu": 3}
+"""Lines `load_inline` writes before the sources it is given (its includes); fastext writes the
+source as it is."""
 MAX_DIAGNOSTICS = 8
 
 
@@ -43,11 +51,11 @@ class Diagnostic:
 
 
 def diagnostics(log: str) -> list[Diagnostic]:
-    """The compiler's errors in a build log (warnings only when there is no error), in order, deduplicated."""
+    """The compiler's errors in a build log or the harness's message (warnings only when there is
+    no error), in order, deduplicated."""
     found: list[Diagnostic] = []
     for raw in log.splitlines():
-        match = _GCC.match(raw.strip()) or _NVCC.match(raw.strip())
-        if match:
+        for match in sorted([*_GCC.finditer(raw), *_NVCC.finditer(raw)], key=lambda m: m.start()):
             diag = Diagnostic(match["file"], int(match["line"]), match["kind"], match["msg"].strip())
             if diag not in found:
                 found.append(diag)
@@ -72,10 +80,13 @@ def literal_lines(source: str) -> list[tuple[int, int]]:
 
 
 def place(diag: Diagnostic, source: str) -> tuple[int | None, str]:
-    """(the candidate file's line, or None; the code line quoted) for one diagnostic."""
+    """(the candidate file's line, or None; the code line quoted) for one diagnostic: by the text
+    of the generated file's line where that file can be read, else by where the build writes the
+    literal (as it is, or after `load_inline`'s includes), kept only where the names the message
+    quotes are on that line."""
     generated = _read_line(diag.file, diag.line)
     if generated is None:
-        return None, ""
+        return _by_offset(diag, source)
     wanted = generated.strip()
     if not wanted:
         return None, generated
@@ -91,6 +102,22 @@ def place(diag: Diagnostic, source: str) -> tuple[int | None, str]:
     if len(hits) > 1:  # the same text on several lines: the one nearest its place in the generated file
         return min(hits, key=lambda n: abs(n - diag.line)), wanted
     return None, generated
+
+
+def _by_offset(diag: Diagnostic, source: str) -> tuple[int | None, str]:
+    names = [m["name"] for m in _QUOTED.finditer(diag.message)]
+    if not names:
+        return None, ""
+    lines = source.splitlines()
+    prefix = _PREFIX_LINES.get(Path(diag.file).name, 0)
+    hits = []
+    for first, last in literal_lines(source):
+        number = first + diag.line - 1 - prefix
+        if first <= number <= last and number <= len(lines) and all(n in lines[number - 1] for n in names):
+            hits.append(number)
+    if len(hits) == 1:
+        return hits[0], lines[hits[0] - 1]
+    return None, ""
 
 
 def _read_line(file: str, line: int) -> str | None:
@@ -182,7 +209,7 @@ def failure_feedback(result: EvalResult, source: str, limit: int) -> str:
         head += f" ({result.reason.value})"
     text = f"{head}: {result.message}".strip()
     if result.verdict == Verdict.BUILD_ERROR:
-        text += "\n" + build_feedback(result.stderr_tail, source, limit)
+        text += "\n" + build_feedback(f"{result.message}\n{result.stderr_tail}", source, limit)
     elif result.verdict == Verdict.INCORRECT and result.trials:
         text += "\n" + mismatch_feedback(result)
     elif result.verdict in (Verdict.CRASHED, Verdict.TIMEOUT) and result.stderr_tail:

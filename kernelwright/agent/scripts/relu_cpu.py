@@ -1,8 +1,11 @@
 """The CPU demo: four rounds on the built-in `relu` problem (C++, fast-build form).
 
 1. a correct but slow kernel (it recomputes the output 64 times);
-2. a build error (an undeclared variable) fixed on the coder's retry, still doing 16 passes;
-3. a hack: the kernel is built but torch.relu does the work -> rejected, and the reviewer says why;
+2. a build error (an undeclared variable), repaired on the coder's next turn with an edit to its
+   own draft (a SEARCH/REPLACE block), still doing 16 passes;
+3. a hack: the kernel is built but torch.relu does the work -> rejected; the coder, shown the
+   reason's registry entry, repairs it (its own kernel on the whole tensor, still 16 passes: correct
+   but slow) and the reviewer abandons the direction;
 4. one pass over the data, OpenMP-parallel for large tensors -> accepted if it measurably beats
    torch.compile (the target baseline) on this machine.
 """
@@ -53,15 +56,21 @@ BROKEN = _file(
     "    for (int pass = 0; pass < 16; ++pass)\n        for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : zero;",
     "kw_demo_relu_unrolled",
 )
-FIXED = _file(
-    "    const float zero = 0.f;\n    for (int pass = 0; pass < 16; ++pass)\n"
-    "        for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : zero;",
-    "kw_demo_relu_unrolled",
+FIX = (
+    "`zero` is not declared: declare it before the loop.\n"
+    "<<<<<<< SEARCH\n    for (int pass = 0; pass < 16; ++pass)\n=======\n"
+    "    const float zero = 0.f;\n    for (int pass = 0; pass < 16; ++pass)\n>>>>>>> REPLACE\n"
 )
 HACK = _file(
-    "    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f;",
+    "    const float zero = 0.f;\n    for (int pass = 0; pass < 16; ++pass)\n"
+    "        for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : zero;",
     "kw_demo_relu_hack",
     "        lib.relu(x[:1], y[:1], 1)\n        y = torch.relu(x)",
+)
+UNHACK = (
+    "torch.relu did the work, which never counts: our kernel takes the whole tensor.\n"
+    "<<<<<<< SEARCH\n        lib.relu(x[:1], y[:1], 1)\n        y = torch.relu(x)\n=======\n"
+    "        lib.relu(x, y, x.numel())\n>>>>>>> REPLACE\n"
 )
 FAST = _file(
     "    #pragma omp parallel for schedule(static) if (n > (1 << 18))\n"
@@ -91,7 +100,7 @@ def session() -> ScriptedSession:
         {
             "decision": "abandon",
             "feedback": "Rejected as torch_fallback: torch.relu computed the output, our kernel touched one element. "
-            "The harness only counts work done by our own kernels.",
+            "The repair does the work in our kernel, but with round 2's 16 passes: drop this direction.",
             "lesson": "Calling the PyTorch op for the main work is a reward hack and is always rejected.",
         },
         {
@@ -104,8 +113,8 @@ def session() -> ScriptedSession:
         name="relu-cpu (scripted)",
         script={
             "planner": [{"plan": p, "expected_speedup": s} for p, s in plans],
-            "coder": [SLOW, BROKEN, FIXED, HACK, FAST],
+            "coder": [SLOW, BROKEN, FIX, HACK, UNHACK, FAST],
             "reviewer": list(reviews),
         },
-        expected_verdicts=["correct", "build_error", "correct", "rejected", "correct"],
+        expected_verdicts=["correct", "build_error", "correct", "rejected", "correct", "correct"],
     )

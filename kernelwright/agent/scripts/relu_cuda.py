@@ -1,8 +1,11 @@
 """The CUDA demo: four rounds on the built-in `relu` problem (CUDA, fast-build form).
 
 1. a correct but slow kernel (one GPU thread walks the whole tensor);
-2. a build error (an undeclared variable) fixed on the coder's retry, still one warp only;
-3. a hack: the kernel is built but torch.relu does the work -> rejected, and the reviewer says why;
+2. a build error (an undeclared variable), repaired on the coder's next turn with an edit to its
+   own draft (a SEARCH/REPLACE block), still one warp only;
+3. a hack: the kernel is built but torch.relu does the work -> rejected; the coder, shown the
+   reason's registry entry, repairs it (its own one-warp kernel on the whole tensor: correct but
+   slow) and the reviewer abandons the direction;
 4. a grid of blocks with float4 loads and stores (scalar path for a misaligned pointer or the tail)
    -> accepted if it measurably beats torch.compile (the target baseline) on this GPU.
 """
@@ -67,20 +70,20 @@ __global__ void relu_kernel(const float* x, float* y, int64_t n) {
 }
 """
 BROKEN = _file(_WARP % "" + _LAUNCH % "relu_kernel<<<1, 32, 0, stream>>>(x, y, n);", "kw_demo_relu_cuda_warp")
-FIXED = _file(
-    _WARP % "const int64_t step = blockDim.x;" + _LAUNCH % "relu_kernel<<<1, 32, 0, stream>>>(x, y, n);",
-    "kw_demo_relu_cuda_warp",
+FIX = (
+    "`step` is not declared: the warp's stride is blockDim.x.\n"
+    "<<<<<<< SEARCH\n    for (int64_t i = threadIdx.x; i < n; i += step)\n=======\n"
+    "    const int64_t step = blockDim.x;\n    for (int64_t i = threadIdx.x; i < n; i += step)\n>>>>>>> REPLACE\n"
 )
 HACK = _file(
-    """
-__global__ void relu_kernel(const float* x, float* y, int64_t n) {
-    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;
-}
-"""
-    + _LAUNCH % "relu_kernel<<<1, 32, 0, stream>>>(x, y, n);",
+    _WARP % "const int64_t step = blockDim.x;" + _LAUNCH % "relu_kernel<<<1, 32, 0, stream>>>(x, y, n);",
     "kw_demo_relu_cuda_hack",
     "        lib.relu(x[:1], y[:1], 1)\n        y = torch.relu(x)",
+)
+UNHACK = (
+    "torch.relu did the work, which never counts: our kernel takes the whole tensor.\n"
+    "<<<<<<< SEARCH\n        lib.relu(x[:1], y[:1], 1)\n        y = torch.relu(x)\n=======\n"
+    "        lib.relu(x, y, x.numel())\n>>>>>>> REPLACE\n"
 )
 FAST = _file(
     """
@@ -137,7 +140,7 @@ def session() -> ScriptedSession:
         {
             "decision": "abandon",
             "feedback": "Rejected as torch_fallback: torch.relu computed the output and our kernel touched one "
-            "element. Only work done by our own kernels counts.",
+            "element. The repair does the work in our kernel, but on one warp: drop this direction.",
             "lesson": "Calling the PyTorch op for the main work is a reward hack and is always rejected.",
         },
         {
@@ -150,8 +153,8 @@ def session() -> ScriptedSession:
         name="relu-cuda (scripted)",
         script={
             "planner": [{"plan": p, "expected_speedup": s} for p, s in plans],
-            "coder": [SLOW, BROKEN, FIXED, HACK, FAST],
+            "coder": [SLOW, BROKEN, FIX, HACK, UNHACK, FAST],
             "reviewer": list(reviews),
         },
-        expected_verdicts=["correct", "build_error", "correct", "rejected", "correct"],
+        expected_verdicts=["correct", "build_error", "correct", "rejected", "correct", "correct"],
     )
