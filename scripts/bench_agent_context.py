@@ -2,8 +2,8 @@
 harness (builds and fuzzing; timing off, so no candidate can be accepted and the run goes all 20
 rounds), then the prompt tokens of every coder call (the scripted model's estimate: characters / 4).
 
-Goal: the coder's prompt in the last round is at most 1.5x the first's (context is digests of
-earlier rounds, never transcripts).
+Goal (#30): the coder's and the planner's prompts in the last round are at most 1.5x the first's
+(every round is kept, as one short line; context is digests, never transcripts).
 
     .venv/bin/python scripts/bench_agent_context.py [--rounds 20] [--keep]
 """
@@ -64,14 +64,13 @@ def main() -> int:
     os.environ["KERNELWRIGHT_RUNS_DIR"] = str(work / "runs")
 
     from kernelwright.agent import runner
-    from kernelwright.agent.configuration import ROLES, AgentConfig
+    from kernelwright.agent.assembly import harness_session
+    from kernelwright.agent.configuration import ROLES, AgentConfig, RunFlags
     from kernelwright.agent.scripted import estimate_tokens
     from kernelwright.config import load_settings
 
     settings = load_settings()
-    config = AgentConfig.from_settings(
-        settings,
-        problem="relu",
+    flags = RunFlags(
         device="cpu",
         backend="cpp",
         size="small",
@@ -80,13 +79,14 @@ def main() -> int:
         no_improvement_rounds=args.rounds + 1,
         num_threads=1,
         scripted="bench-context",
+        memory=False,
     )
+    config = AgentConfig.from_settings(settings, "relu", flags)
     script = session(args.rounds)
     start = time.monotonic()
-    with runner.harness_session(config, settings) as evaluator:
-        outcome = runner.run(
-            config, {r: script.model(r) for r in ROLES}, evaluator, scripted=script, subscribers=(script.watch,)
-        )
+    with harness_session(config, settings) as evaluator:
+        parts = runner.RunParts({r: script.model(r) for r in ROLES}, evaluator, scripted=script)
+        outcome = runner.run(config, parts, runner.RunSteering(subscribers=(script.watch,)))
     seconds = time.monotonic() - start
     per_call = {
         role: [sum(estimate_tokens(str(m.content)) for m in prompt) for prompt in script.prompts.get(role, [])]
@@ -101,9 +101,11 @@ def main() -> int:
             print(f"{role:8s} prompt tokens: round 1 {sizes[0]}, round {len(sizes)} {sizes[-1]}, "
                   f"ratio {sizes[-1] / sizes[0]:.2f}x, max {max(sizes)}")  # fmt: skip
     coder = per_call["coder"]
-    ratio = coder[-1] / coder[0]
-    print(f"coder prompt growth, round {len(coder)} vs round 1: {ratio:.2f}x (goal <= 1.5x): "
-          f"{'ok' if ratio <= 1.5 else 'OVER'}")  # fmt: skip
+    ratios = {role: per_call[role][-1] / per_call[role][0] for role in ("planner", "coder") if per_call[role]}
+    for role, ratio in ratios.items():
+        print(f"{role} prompt growth, round {len(per_call[role])} vs round 1: {ratio:.2f}x (goal <= 1.5x): "
+              f"{'ok' if ratio <= 1.5 else 'OVER'}")  # fmt: skip
+    ratio = max(ratios.values())
     if args.keep:
         print(f"run folder: {config.run_dir}")
     else:

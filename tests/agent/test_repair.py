@@ -182,8 +182,8 @@ def test_older_rounds_are_kept_shorter_and_every_round_stays() -> None:
     ]
     text = context.run_text({"history": history, "abandoned": ["use torch.relu"]})  # type: ignore[typeddict-item]
     lines = text.splitlines()
-    assert len(lines) == 13 and all(len(line) <= context.ROUND_LINE_CHARS for line in lines[:12])
-    assert all(len(line) <= context.OLD_ROUND_CHARS for line in lines[:4]) and lines[0].startswith("r1: ")
+    assert len(lines) == 14 and all(len(line) <= context.ROUND_LINE_CHARS for line in lines[1:13])
+    assert all(len(line) <= context.OLD_ROUND_CHARS for line in lines[1:8]) and lines[1].startswith("r1: ")
     assert "Abandoned directions (do not propose them again): use torch.relu" in lines[-1]
 
 

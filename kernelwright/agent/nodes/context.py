@@ -159,31 +159,31 @@ def digest_text(state: AgentState, record: CandidateRecord | None) -> str:
     )
 
 
-ROUND_LINE_CHARS = 160
+ROUND_LINE_CHARS = 130
 """One round in the run's memory, at most (idea, outcome, why): every round is kept, so the
 prompts' run section grows by one short line a round (the bounded-context benchmark holds it)."""
-RECENT_ROUNDS = 8
+RECENT_ROUNDS = 5
 """The last rounds shown at full length; older ones are shown shorter (`OLD_ROUND_CHARS`)."""
-OLD_ROUND_CHARS = 90
+OLD_ROUND_CHARS = 56
 
 
 def round_line(round_: int, plan: str, outcome: str, decision: str, why: str) -> str:
     """One round, compressed: `rN: idea -> outcome | decision: why`, at most ROUND_LINE_CHARS."""
     idea = " ".join(plan.split())
     idea = idea.split(". ")[0]
-    head = f"r{round_}: {_cut(idea, 70)} -> {_cut(outcome, 50)}"
+    head = f"r{round_}: {_cut(idea, 60)} -> {_cut(outcome, 40)}"
     tail = f" | {decision}: {' '.join(why.split())}" if why or decision else ""
     return _cut(head + tail, ROUND_LINE_CHARS)
 
 
 def _older(line: str) -> str:
-    """An older round's line, shorter: the idea cut harder, the outcome and decision kept."""
+    """An older round's line, shorter: the idea cut harder, the outcome kept (an abandoned
+    direction is listed apart)."""
     head, _, tail = line.partition(" -> ")
     if not tail:
         return _cut(line, OLD_ROUND_CHARS)
-    outcome, _, review = tail.partition(" | ")
-    decision = review.split(":", 1)[0]
-    return _cut(f"{_cut(head, 40)} -> {_cut(outcome, 34)}" + (f" | {decision}" if decision else ""), OLD_ROUND_CHARS)
+    outcome = tail.partition(" | ")[0]
+    return _cut(f"{_cut(head, 30)} -> {outcome}", OLD_ROUND_CHARS)
 
 
 def _cut(text: str, limit: int) -> str:
@@ -191,24 +191,29 @@ def _cut(text: str, limit: int) -> str:
 
 
 def outcome_short(record: CandidateRecord | None) -> str:
-    """A candidate's outcome in a few words: `correct 1.84x vs compile`, `rejected (side_stream)`."""
+    """A candidate's outcome in a few words: `c4 correct 1.84x` (against the run's target
+    baseline), `c5 rejected (side_stream)`."""
     if record is None:
         return "no usable code"
     if record["verdict"] == Verdict.CORRECT.value:
         baseline = record["target_baseline"]
         if baseline and baseline in record["speedups"]:
-            return f"c{record['index']} correct {record['speedups'][baseline]['ratio']:.2f}x vs {baseline}"
+            return f"c{record['index']} correct {record['speedups'][baseline]['ratio']:.2f}x"
         return f"c{record['index']} correct (not timed)"
     reason = f" ({record['reason']})" if record["reason"] else ""
     return f"c{record['index']} {record['verdict']}{reason}"
 
 
-def run_text(state: AgentState) -> str:
-    """The run so far: every round on one line, the directions abandoned, the best candidates
-    (whose sources `read_candidate` returns whole)."""
+def run_text(state: AgentState, *, best: bool = True) -> str:
+    """The run so far: every round on one line, the directions abandoned, and (`best`; the
+    planner's prompt has its own) the best candidates, whose sources `read_candidate` returns."""
     history = list(state.get("history") or [])
     older = len(history) - RECENT_ROUNDS
-    lines = [_older(line) if i < older else line for i, line in enumerate(history)] or ["(this is the first round)"]
+    lines = [_older(line) if i < older else line for i, line in enumerate(history)]
+    if lines:
+        lines.insert(0, "(a line a round: idea -> candidate verdict, speedup vs target baseline | review)")
+    else:
+        lines = ["(this is the first round)"]
     abandoned = state.get("abandoned") or []
     if abandoned:
         lines.append("Abandoned directions (do not propose them again): " + "; ".join(_cut(a, 90) for a in abandoned))
@@ -216,7 +221,7 @@ def run_text(state: AgentState) -> str:
         (c for c in state.get("candidates", []) if c["verdict"] == Verdict.CORRECT.value),
         key=lambda c: -(c["speedups"][c["target_baseline"]]["ci_low"] if c["target_baseline"] else 0.0),
     )[:3]
-    if correct:
-        best = ", ".join(f"{c['index']} ({outcome_short(c)})" for c in correct)
-        lines.append(f"Best correct candidates (read_candidate(index) gives their source): {best}")
+    if correct and best:
+        shown = ", ".join(outcome_short(c).replace(" correct", "") for c in correct)
+        lines.append(f"Best correct: {shown} (read_candidate(index) gives a source)")
     return "\n".join(lines)

@@ -99,8 +99,8 @@ def _plan(state: AgentState, cfg: AgentConfig, deps: Deps, round_: int, hints: l
         memory=remember.recall_text(cfg, deps),
         tools=describe_tools(tools),
         tool_rounds=cfg.tool_rounds,
-        history=context.run_text(state),
-        lessons=tail(state.get("lessons", []), 8),
+        history=context.run_text(state, best=False),
+        lessons=tail(state.get("lessons", []), 6),
         hints=tail(state.get("hints", []) + hints, 4),
         round=round_,
     )
