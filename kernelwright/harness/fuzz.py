@@ -3,14 +3,17 @@
 Inputs are drawn from a seed in each process that needs them, on its own device (`draw_inputs`):
 the same seed, shapes and device give the same values in the reference's process and in the
 candidate's, so nothing is shipped between them, and a candidate learns a trial's seed only when
-that trial runs. Outputs are compared (`compare_outputs`) on the device of the expected values.
+that trial runs. Outputs are compared (`compare_outputs`) on the device of the expected values,
+with a round-off slack measured on the reference itself (`roundoff_of` for float32 problems,
+`lowp_slack` for float16/bfloat16 ones; `compare_trial` applies it).
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -23,7 +26,15 @@ from kernelwright.problems.model import InputConstraint, Problem, ProblemMeta
 
 # A candidate may be this many times as far from the exact result as PyTorch's own fp32 reference
 # (different summation orders round differently); real bugs are orders of magnitude beyond it.
+# The same factor serves low-precision problems (`lowp_slack`): there the scale is the reference's
+# distance from its float32 run.
 ROUNDOFF_FACTOR = 16.0
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+# The float32 run of a low-precision reference holds a float32 copy of the model, of the inputs and
+# of the outputs (about twice their low-precision bytes) beside the low-precision ones, plus the
+# copy the model is cast from: it is made only when that fits in this share of the memory free.
+# The float64 run a trial needs when it is ill-conditioned is bounded the same way (twice again).
+HIGHER_RUN_SHARE = 0.5
 
 
 def _draw_float(template: torch.Tensor, dist: str, gen: torch.Generator) -> torch.Tensor:
@@ -136,8 +147,6 @@ class Comparison:
 def roundoff_of(model: torch.nn.Module, inputs: Sequence[Any], reference: Any) -> list[float | None] | None:
     """Per output: max |fp32 reference - fp64 run of the same model|, or None where the model
     cannot run in fp64 (an op without a double kernel) or the output is not float32."""
-    import copy
-
     try:
         doubled = copy.deepcopy(model).double()
         args = [v.double() if isinstance(v, torch.Tensor) and v.dtype == torch.float32 else v for v in inputs]
@@ -227,6 +236,161 @@ def compare_outputs(
                 False, Reason.OUTPUT_MISMATCH, detail, abs_err, rel_err, frac, tuple(tuple(i) for i in idx)
             )
     return Comparison(True, None, "", worst_abs, worst_rel, worst_frac)
+
+
+@dataclass(frozen=True)
+class Slack:
+    """What a trial's comparison allows beyond atol + rtol * |ref|, measured on the reference.
+
+    `roundoff`: per output, the scale of the reference's own round-off (ROUNDOFF_FACTOR times it is
+    allowed); None where there is none. `ill`: the outputs the reference computes no better than the
+    tolerance at this precision (they get no slack; `compare_trial` says what passes instead), with
+    `higher` (the float32 run's outputs) and `higher_roundoff` (that run's own fp64 round-off) kept
+    for them. `ill_note` and `unavailable` are the sentences the trial's detail carries."""
+
+    roundoff: list[float | None] | None = None
+    ill: tuple[int, ...] = ()
+    higher: Any = None
+    higher_roundoff: list[float | None] | None = None
+    ill_note: str = ""
+    unavailable: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def allowed(self) -> list[float | None] | None:
+        """The round-off scale per output as `compare_outputs` takes it: none for an ill-conditioned one."""
+        if self.roundoff is None:
+            return None
+        return [None if k in self.ill else e for k, e in enumerate(self.roundoff)]
+
+    @property
+    def note(self) -> str:
+        return "; ".join(n for n in (self.ill_note, self.unavailable, *self.notes) if n)
+
+
+def _widen(value: Any) -> Any:
+    if isinstance(value, torch.Tensor) and value.dtype in LOW_PRECISION:
+        return value.float()
+    if isinstance(value, list | tuple):
+        return type(value)(_widen(v) for v in value)
+    return value
+
+
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _bytes(value: Any) -> int:
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, list | tuple):
+        return sum(_bytes(v) for v in value)
+    return 0
+
+
+def lowp_slack(
+    model: torch.nn.Module, inputs: Sequence[Any], reference: Any, atol: float, rtol: float, free_bytes: int | None
+) -> Slack:
+    """The round-off slack of a float16/bfloat16 reference: the same model run on the whole problem
+    with its parameters and floating inputs cast to float32 (exact), and per output the scale
+    e = max |ref - fp32 run| over the positions where both are finite. A candidate may then differ
+    from the reference by atol + rtol * |ref| + ROUNDOFF_FACTOR * e, as in the float32 case (there
+    against fp64): the fp32 run is 2^13 (fp16) to 2^16 (bf16) times more exact than the reference,
+    so e is the reference's own round-off, and an honest kernel that keeps or rounds intermediates
+    differently errs by a small multiple of it. The model is never split: chunks would cut across a
+    normalisation or a reduction.
+
+    An output is ill-conditioned at this precision when e exceeds the tolerance at the output's
+    largest value (atol + rtol * max |fp32 run|), or the reference is Inf/NaN where its fp32 run,
+    rounded to the output's dtype, is finite: the reference cannot tell answers apart to the
+    problem's tolerance, and 16 e would pass any answer of the right magnitude. Such an output gets
+    no slack; its fp32 run (and that run's fp64 round-off) are kept for `compare_trial`.
+
+    No slack at all (`unavailable` says why) when the fp32 run does not fit (`HIGHER_RUN_SHARE` of
+    `free_bytes`) or fails (an op without a float32 kernel)."""
+    refs = _as_list(reference)
+    if not any(isinstance(r, torch.Tensor) and r.dtype.is_floating_point for r in refs):
+        return Slack()
+    weights = sum(_bytes(t) for t in (*model.parameters(), *model.buffers()))
+    need = 3 * weights + 2 * (_bytes(list(inputs)) + _bytes(refs))
+    if free_bytes is not None and need > HIGHER_RUN_SHARE * free_bytes:
+        why = f"its float32 run would need about {need / 2**20:.0f} MiB, more than half of the {free_bytes / 2**20:.0f} MiB free"
+        return Slack(unavailable=f"no round-off slack: {why}")
+    try:
+        higher_model = copy.deepcopy(model).float()
+        args = [_widen(v) for v in inputs]
+        with torch.no_grad():
+            higher = _as_list(higher_model(*args))
+    except Exception as exc:  # an op without a float32 kernel, or out of device memory: no slack then
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        return Slack(
+            unavailable=f"no round-off slack: the reference cannot run in float32 ({type(exc).__name__}: {first})"
+        )
+    roundoff: list[float | None] = []
+    ill: list[int] = []
+    notes: list[str] = []  # the outputs without slack
+    ill_notes: list[str] = []
+    for k, (r, h) in enumerate(zip(refs, higher, strict=False)):
+        name = f"output {k}" if len(refs) > 1 else "the output"
+        usable = isinstance(r, torch.Tensor) and isinstance(h, torch.Tensor) and r.shape == h.shape
+        if not usable or r.dtype not in (*LOW_PRECISION, torch.float32) or h.dtype != torch.float32:
+            if usable and r.dtype in LOW_PRECISION:
+                notes.append(f"no round-off slack for {name}: its float32 run returns {_name(h.dtype)}")
+            roundoff.append(None)
+            continue
+        r64, h64 = r.detach().double(), h.detach().double()
+        both, h_finite = torch.isfinite(r64) & torch.isfinite(h64), torch.isfinite(h64)
+        e = float((r64 - h64).abs()[both].max()) if bool(both.any()) else 0.0
+        tol = atol + rtol * (float(h64.abs()[h_finite].max()) if bool(h_finite.any()) else 0.0)
+        overflow = int((~torch.isfinite(r64) & torch.isfinite(h.detach().to(r.dtype))).sum())
+        roundoff.append(e)
+        what = f"{name} of the {_name(r.dtype)} reference"
+        if e > tol:
+            ill.append(k)
+            ill_notes.append(
+                f"{what} differs from its float32 run by up to {e:.3g}, beyond the tolerance at its largest value ({tol:.3g})"
+            )
+        elif overflow:
+            ill.append(k)
+            ill_notes.append(f"{what} is Inf/NaN at {overflow} positions where its float32 run is finite")
+    if not ill:
+        return Slack(roundoff=roundoff, notes=notes)
+    fits = free_bytes is None or 2 * need <= HIGHER_RUN_SHARE * free_bytes  # the fp64 run: twice the fp32 one
+    higher_roundoff = roundoff_of(higher_model, args, higher) if fits else None
+    ill_note = "ill-conditioned at this precision: " + "; ".join(ill_notes)
+    return Slack(roundoff, tuple(ill), higher, higher_roundoff, ill_note, notes=notes)
+
+
+def compare_trial(reference: Any, candidate: Any, atol: float, rtol: float, slack: Slack) -> Comparison:
+    """`compare_outputs` with the trial's slack; a note of the slack's limits in the detail.
+
+    An ill-conditioned output (`lowp_slack`) passes when it matches the low-precision reference
+    within the plain tolerance, or its float32 run as a float32 problem's output would match (the
+    tolerance plus ROUNDOFF_FACTOR times that run's fp64 round-off): the first is what PyTorch
+    computes at this precision, the second the more exact answer, and both are bounded, so a kernel
+    wrong beyond them still fails. One that matches neither is an `output_mismatch` whose detail
+    opens with "ill-conditioned at this precision: ..." and gives both distances: at this precision
+    the reference cannot settle it, and a trial that cannot be settled is not passed."""
+    first = compare_outputs(reference, candidate, atol, rtol, slack.allowed())
+    if first.passed and not slack.ill:
+        return first
+    if first.passed:
+        return replace(first, detail=f"{slack.ill_note}; the output matches the reference")
+    if not slack.ill or slack.higher is None or first.reason != Reason.OUTPUT_MISMATCH:
+        return replace(first, detail=f"{first.detail} ({slack.note})" if slack.note else first.detail)
+    refs, cands, allowed = _as_list(reference), _as_list(candidate), slack.allowed() or []
+    higher, higher_roundoff = _as_list(slack.higher), slack.higher_roundoff or []
+    wide_refs, wide_cands, wide_allowed = [], [], []
+    for k, (r, c) in enumerate(zip(refs, cands, strict=True)):
+        ill = k in slack.ill
+        wide_refs.append(higher[k] if ill else _widen(r))
+        wide_cands.append(_widen(c))
+        pool = higher_roundoff if ill else allowed
+        wide_allowed.append(pool[k] if k < len(pool) else None)
+    second = compare_outputs(wide_refs, wide_cands, atol, rtol, wide_allowed)
+    if second.passed:
+        return replace(second, detail=f"{slack.ill_note}; the output matches its float32 run")
+    detail = f"{slack.note}; against the reference: {first.detail}; against its float32 run: {second.detail}"
+    return replace(first, detail=detail)
 
 
 def is_constant(output: Any) -> bool:

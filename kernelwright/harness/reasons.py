@@ -76,9 +76,11 @@ _ENTRIES = (
         Verdict.INCORRECT,
         ("correctness",),
         "Some output value differs from the reference by more than atol + rtol·abs(ref) plus 16x the reference's own "
-        "fp32-vs-fp64 round-off, on a fuzzed trial. That tolerance already covers a different summation order; "
-        "beyond it the kernel computes something else (an unprocessed tail, a hard-coded shape, low-precision "
-        "accumulation).",
+        "round-off (fp32 against an fp64 run; fp16/bf16 against an fp32 run), on a fuzzed trial. That tolerance "
+        "already covers a different summation order; beyond it the kernel computes something else (an unprocessed "
+        "tail, a hard-coded shape, low-precision accumulation). Where the fp16/bf16 reference is itself no better "
+        "than the tolerance (ill-conditioned at this precision), the output must match it or its fp32 run, and the "
+        "message says so.",
     ),
     ReasonInfo(
         Reason.SHAPE_MISMATCH,

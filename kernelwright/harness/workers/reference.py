@@ -2,9 +2,11 @@
 
 It draws every trial's inputs from their seeds (`fuzz.draw_inputs`, on its device), runs the
 PyTorch reference (TF32 off) and keeps the outputs in its own memory, on the device, as far as a
-budget allows (beyond it, a trial's reference is recomputed when it is compared). Nothing of the
-reference is ever written to a file: no candidate process can find the expected answers at any
-moment, and a sandboxed candidate cannot read another process's memory (Landlock scopes ptrace).
+budget allows (beyond it, a trial's reference is recomputed when it is compared), each with the
+round-off slack measured on the reference (`fuzz.roundoff_of` against fp64 for a float32 problem,
+`fuzz.lowp_slack` against float32 for a float16/bfloat16 one). Nothing of the reference is ever
+written to a file: no candidate process can find the expected answers at any moment, and a
+sandboxed candidate cannot read another process's memory (Landlock scopes ptrace).
 
 After its `result reference` message it serves commands on stdin until `stop`:
 - `compare JSON` (`CompareRequest`): read a candidate's output file as data only
@@ -29,7 +31,7 @@ never runs candidate code.
 from __future__ import annotations
 
 import time
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kernelwright.harness.capacity import available_memory
 from kernelwright.harness.options import TrialPlan
@@ -44,6 +46,9 @@ from kernelwright.harness.workers.messages import (
     ReferenceTrial,
     Report,
 )
+
+if TYPE_CHECKING:
+    from kernelwright.harness.fuzz import Slack
 
 
 class Channel(Protocol):
@@ -78,13 +83,18 @@ def _shapes(values: list[Any]) -> list[str]:
     ]
 
 
-def _budget(device: str) -> int:
+def _free(device: str) -> int:
+    """Memory free now: the device's, or the host's available memory (2 GiB where not known)."""
     import torch
 
     if device == "cuda":
         free, _ = torch.cuda.mem_get_info()
-        return int(free * CACHE_SHARE)
-    return int((available_memory() or 2 << 30) * CACHE_SHARE)
+        return int(free)
+    return available_memory() or 2 << 30
+
+
+def _budget(device: str) -> int:
+    return int(_free(device) * CACHE_SHARE)
 
 
 class Oracle:
@@ -101,7 +111,7 @@ class Oracle:
         self.inst = instance_for_drawing(self.problem, job.size, job.weight_seed)
         torch.manual_seed(job.weight_seed)
         self.model = self.inst.make_model().to(job.device).eval()
-        self.held: dict[int, tuple[Any, list[float | None] | None]] = {}
+        self.held: dict[int, tuple[Any, Slack]] = {}
         self.budget = _budget(job.device)
         self.used = 0
 
@@ -117,11 +127,11 @@ class Oracle:
         if self.job.device == "cuda":
             torch.cuda.synchronize()
 
-    def reference(self, plan: TrialPlan) -> tuple[Any, list[float | None] | None, float, list[str]]:
-        """(output, round-off per output, forward ms, input shapes) of the reference for `plan`."""
+    def reference(self, plan: TrialPlan) -> tuple[Any, Slack, float, list[str]]:
+        """(output, its round-off slack, forward ms, input shapes) of the reference for `plan`."""
         import torch
 
-        from kernelwright.harness.fuzz import roundoff_of
+        from kernelwright.harness.fuzz import Slack, lowp_slack, roundoff_of
 
         inputs = self._inputs(plan)
         self._sync()
@@ -130,38 +140,47 @@ class Oracle:
             output = self.model(*inputs)
         self._sync()
         ms = (time.perf_counter() - start) * 1e3
-        roundoff = roundoff_of(self.model, inputs, output) if self.problem.meta.dtype == "float32" else None
-        return output, roundoff, ms, _shapes(inputs)
+        dtype = self.problem.meta.dtype
+        if dtype == "float32":
+            slack = Slack(roundoff=roundoff_of(self.model, inputs, output))
+        elif dtype in ("float16", "bfloat16"):
+            atol, rtol = self.problem.meta.tolerance()
+            slack = lowp_slack(self.model, inputs, output, atol, rtol, _free(self.job.device))
+        else:
+            slack = Slack()
+        return output, slack, ms, _shapes(inputs)
 
     def run_trials(self) -> list[ReferenceTrial]:
         records = []
         for plan in self.job.trials:
             try:
-                output, roundoff, ms, shapes = self.reference(plan)
+                output, slack, ms, shapes = self.reference(plan)
             except Exception as exc:  # the reference may not accept strided inputs: skip that trial
                 if plan.contiguous:
                     raise
                 detail = f"the reference rejects non-contiguous inputs: {exc}"
                 record = ReferenceTrial(index=plan.index, status="skipped", detail=detail)
             else:
-                record = ReferenceTrial(index=plan.index, status="ok", shapes=shapes, roundoff=roundoff, ms=ms)
-                size = _nbytes(output)
+                record = ReferenceTrial(
+                    index=plan.index, status="ok", shapes=shapes, roundoff=slack.roundoff, ms=ms, detail=slack.note
+                )
+                size = _nbytes(output) + _nbytes(slack.higher)
                 if self.used + size <= self.budget:
-                    self.held[plan.index] = (output, roundoff)
+                    self.held[plan.index] = (output, slack)
                     self.used += size
             records.append(record)
         return records
 
-    def expected(self, plan: TrialPlan) -> tuple[Any, list[float | None] | None]:
+    def expected(self, plan: TrialPlan) -> tuple[Any, Slack]:
         held = self.held.get(plan.index) if plan in self.job.trials else None
         if held is not None:
             return held
-        output, roundoff, _, _ = self.reference(plan)
-        return output, roundoff
+        output, slack, _, _ = self.reference(plan)
+        return output, slack
 
     def compare(self, request: CompareRequest) -> CompareReport:
         from kernelwright.harness.cuda_ipc import IpcError
-        from kernelwright.harness.fuzz import compare_outputs, is_constant
+        from kernelwright.harness.fuzz import compare_outputs, compare_trial, is_constant
         from kernelwright.harness.outputs import load_output
 
         start = time.perf_counter()
@@ -178,8 +197,8 @@ class Oracle:
             return CompareReport(reason=Reason.OUTPUT_MISMATCH, detail=detail, ipc_unavailable=str(exc))
         if unreadable is not None:
             return CompareReport(reason=Reason.OUTPUT_MISMATCH, detail=unreadable)
-        expected, roundoff = self.expected(request.plan)
-        cmp = compare_outputs(expected, got, request.atol, request.rtol, roundoff)
+        expected, slack = self.expected(request.plan)
+        cmp = compare_trial(expected, got, request.atol, request.rtol, slack)
         answer = CompareReport(
             passed=cmp.passed,
             reason=cmp.reason,
@@ -195,7 +214,7 @@ class Oracle:
             if unreadable_second is not None:
                 answer.passed, answer.reason, answer.detail = False, Reason.OUTPUT_MISMATCH, unreadable_second
             else:
-                again = compare_outputs(got, second, request.atol, request.rtol, roundoff)
+                again = compare_outputs(got, second, request.atol, request.rtol, slack.allowed())
                 if not again.passed:
                     answer.passed, answer.reason = False, Reason.NONDETERMINISTIC
                     answer.detail = f"two runs on the same inputs differ: {again.detail}"
