@@ -11,10 +11,10 @@ import contextvars
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import platformdirs
-from pydantic import Field, SecretStr, ValidationError, model_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -28,6 +28,16 @@ from kernelwright.vocabulary import DeviceChoice, Policy, SandboxMode, Structure
 ENV_PREFIX = "KERNELWRIGHT_"
 _SECRETS: set[str] = set()  # every secret a Settings object was given: redacted from logs and evidence
 _file_values: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("_file_values")
+
+
+class RolePrices(BaseModel):
+    """One role's prices (`llm_role_prices`), USD per 1,000 tokens; a price left out is the run's."""
+
+    model_config = {"extra": "forbid"}
+
+    in_per_1k: float | None = Field(default=None, ge=0, description="Prompt tokens.")
+    out_per_1k: float | None = Field(default=None, ge=0, description="Completion tokens (reasoning included).")
+    cached_in_per_1k: float | None = Field(default=None, ge=0, description="Prompt tokens read from the cache.")
 
 
 class Settings(BaseSettings):
@@ -69,7 +79,27 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = Field(default=None, description="API key for the LLM endpoint.")
     llm_temperature: float = Field(default=0.2, ge=0, le=2, description="Sampling temperature of every role.")
     llm_max_tokens: int = Field(default=8192, gt=0, description="Most completion tokens one LLM reply may use.")
-    llm_timeout_s: float = Field(default=120.0, gt=0, description="Time limit of one LLM request, seconds.")
+    llm_timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="Time limit of one LLM request, seconds (between streamed bytes). Default: 120, or 600 for a "
+        "role with a reasoning effort (a reasoning model may think for minutes before its first token).",
+    )
+    llm_reasoning_effort: str | None = Field(
+        default=None,
+        pattern=r"^[a-z]+$",
+        description="`reasoning_effort` sent to every role's model (none, minimal, low, medium, high, ...: what "
+        "the model accepts); unset: not sent. A model that refuses it has it dropped with a note.",
+    )
+    llm_planner_reasoning_effort: str | None = Field(
+        default=None, pattern=r"^[a-z]+$", description="The planner's reasoning effort; None: `llm_reasoning_effort`."
+    )
+    llm_coder_reasoning_effort: str | None = Field(
+        default=None, pattern=r"^[a-z]+$", description="The coder's reasoning effort; None: `llm_reasoning_effort`."
+    )
+    llm_reviewer_reasoning_effort: str | None = Field(
+        default=None, pattern=r"^[a-z]+$", description="The reviewer's reasoning effort; None: `llm_reasoning_effort`."
+    )
     llm_max_retries: int = Field(
         default=4, ge=0, description="Retries (exponential backoff) of a rate-limited (429) or failed (5xx) request."
     )
@@ -84,7 +114,20 @@ class Settings(BaseSettings):
     llm_price_in_per_1k: float = Field(
         default=0.0, ge=0, description="USD per 1,000 prompt tokens, for the cost meter and the cost budget."
     )
-    llm_price_out_per_1k: float = Field(default=0.0, ge=0, description="USD per 1,000 completion tokens.")
+    llm_price_out_per_1k: float = Field(
+        default=0.0, ge=0, description="USD per 1,000 completion tokens (reasoning tokens are billed as completion)."
+    )
+    llm_price_cached_in_per_1k: float | None = Field(
+        default=None,
+        ge=0,
+        description="USD per 1,000 prompt tokens read from the provider's cache; unset: the prompt price.",
+    )
+    llm_role_prices: dict[Literal["planner", "coder", "reviewer"], RolePrices] = Field(
+        default_factory=dict,
+        description="Prices of one role where it differs from the run's, e.g. `[llm_role_prices.coder]` with "
+        "`in_per_1k` / `out_per_1k` / `cached_in_per_1k` (env: JSON). A role's own price beats the run's "
+        "(`llm_price_*`, `--price-in` / `--price-out`).",
+    )
     sandbox: SandboxMode = Field(
         default=SandboxMode.BEST_EFFORT,
         description="Candidate isolation: `best-effort` runs with whatever layers the machine offers "

@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 
+from kernelwright.agent.prices import Price
 from kernelwright.config import Settings
 from kernelwright.errors import UsageError
 from kernelwright.vocabulary import Backend, Device, Policy, Size, StructuredOutput
@@ -24,6 +25,12 @@ from kernelwright.vocabulary import Backend, Device, Policy, Size, StructuredOut
 T = TypeVar("T")
 Role = Literal["planner", "coder", "reviewer"]
 ROLES: tuple[Role, ...] = ("planner", "coder", "reviewer")
+DEFAULT_TIMEOUT_S = 120.0
+"""One LLM request's time limit when none is set (httpx's: between bytes, so a streamed reply may
+take longer as a whole as long as it keeps coming)."""
+REASONING_TIMEOUT_S = 600.0
+"""The same for a role with a reasoning effort: such a model may think for minutes before its first
+streamed token (Chat Completions streams no reasoning), so it gets the OpenAI client's own default."""
 
 
 def problem_name(problem: str) -> str:
@@ -42,19 +49,24 @@ def new_run_id(problem: str) -> str:
 
 @dataclass(frozen=True)
 class RoleModel:
-    """Which model a role talks to, and how."""
+    """Which model a role talks to, and how. The prices None: the run's (`AgentConfig.price_*`)."""
 
     model: str
     temperature: float = 0.2
     max_tokens: int = 8192
+    reasoning_effort: str | None = None
+    """Sent as `reasoning_effort` (none, minimal, low, medium, high, ...) to a reasoning model; None: not sent."""
+    price_in_per_1k: float | None = None
+    price_out_per_1k: float | None = None
+    price_cached_in_per_1k: float | None = None
 
 
 @dataclass(frozen=True)
 class RunFlags:
     """What a command's flags (or a form, or a batch) ask of one run, each field typed; None: not
     given, so the settings' value (else AgentConfig's default) stands. The fields named like
-    AgentConfig's set them; `model`, the per-role models, `temperature` and `max_output_tokens`
-    make the roles' `RoleModel`s."""
+    AgentConfig's set them; `model`, the per-role models, `temperature`, `max_output_tokens` and
+    `reasoning_effort` make the roles' `RoleModel`s."""
 
     device: Device | None = None
     backend: Backend | None = None
@@ -73,12 +85,15 @@ class RunFlags:
     coder_retries: int | None = None
     no_code_retries: int | None = None
     width: int | None = None
+    ideas: int | None = None
+    seed: int | None = None
     base_url: str | None = None
     request_timeout_s: float | None = None
     max_retries: int | None = None
     structured_method: StructuredOutput | None = None
     price_in_per_1k: float | None = None
     price_out_per_1k: float | None = None
+    price_cached_in_per_1k: float | None = None
     scripted: str | None = None
     approve_plans: bool | None = None
     feedback_chars: int | None = None
@@ -93,6 +108,7 @@ class RunFlags:
     reviewer_model: str | None = None
     temperature: float | None = None
     max_output_tokens: int | None = None
+    reasoning_effort: str | None = None
 
     def applied_to(self, config: AgentConfig) -> AgentConfig:
         """`config` with every field these flags give set (the role flags excepted: see `from_settings`)."""
@@ -120,12 +136,15 @@ class RunFlags:
             coder_retries=given(self.coder_retries, c.coder_retries),
             no_code_retries=given(self.no_code_retries, c.no_code_retries),
             width=given(self.width, c.width),
+            ideas=given(self.ideas, c.ideas),
+            seed=given(self.seed, c.seed),
             base_url=given(self.base_url, c.base_url),
             request_timeout_s=given(self.request_timeout_s, c.request_timeout_s),
             max_retries=given(self.max_retries, c.max_retries),
             structured_method=given(self.structured_method, c.structured_method),
             price_in_per_1k=given(self.price_in_per_1k, c.price_in_per_1k),
             price_out_per_1k=given(self.price_out_per_1k, c.price_out_per_1k),
+            price_cached_in_per_1k=given(self.price_cached_in_per_1k, c.price_cached_in_per_1k),
             scripted=given(self.scripted, c.scripted),
             approve_plans=given(self.approve_plans, c.approve_plans),
             feedback_chars=given(self.feedback_chars, c.feedback_chars),
@@ -181,21 +200,30 @@ class AgentConfig:
     coder_retries: int = 2
     no_code_retries: int = 2
     width: int = 1
+    """Samples the coder draws per idea (`--width K`), all in flight at once."""
+    ideas: int = 1
+    """Distinct ideas the planner proposes per round, each from its own parent (`--ideas N`; `parents.py`)."""
+    seed: int = 0
+    """Seeds the parent choice's draws (`parents.choose`), so a run's search is reproducible."""
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     roles: dict[str, RoleModel] = field(default_factory=dict)
-    request_timeout_s: float = 120.0
+    request_timeout_s: float | None = None
+    """One LLM request's time limit (`--llm-timeout`); None: DEFAULT_TIMEOUT_S, or REASONING_TIMEOUT_S
+    for a role with a reasoning effort (see `timeout_for`)."""
     max_retries: int = 4
     structured_method: StructuredOutput = StructuredOutput.FUNCTION_CALLING
     price_in_per_1k: float = 0.0
     price_out_per_1k: float = 0.0
+    price_cached_in_per_1k: float | None = None
+    """USD per 1,000 prompt tokens read from the provider's cache; None: the prompt price."""
     scripted: str | None = None
     approve_plans: bool = False
     """Steering point: pause before the coder (a LangGraph interrupt) so a person can approve or edit the plan."""
     feedback_chars: int = 1500
     tool_rounds: int = 4
     """Planner and reviewer: at most this many rounds of tool calls before they must answer."""
-    tool_result_chars: int = 2000
+    tool_result_chars: int = 12_000
     branch_from: str | None = None
     """The run this one branched from (`--from RUN_ID`)..."""
     branch_candidate: int | None = None
@@ -214,6 +242,25 @@ class AgentConfig:
     def role(self, role: Role) -> RoleModel:
         return self.roles.get(role) or RoleModel(model="gpt-4.1")
 
+    def timeout_for(self, role: Role) -> float:
+        """A request's time limit for this role: the one set, else the default for its kind of model."""
+        if self.request_timeout_s is not None:
+            return self.request_timeout_s
+        return REASONING_TIMEOUT_S if self.role(role).reasoning_effort else DEFAULT_TIMEOUT_S
+
+    def price_for(self, role: Role) -> Price:
+        """The role's prices where its `RoleModel` sets them, else the run's (`--price-in` / `--price-out`)."""
+        spec = self.role(role)
+
+        def pick(own: float | None, run: float | None) -> float | None:
+            return run if own is None else own
+
+        return Price(
+            in_per_1k=pick(spec.price_in_per_1k, self.price_in_per_1k) or 0.0,
+            out_per_1k=pick(spec.price_out_per_1k, self.price_out_per_1k) or 0.0,
+            cached_in_per_1k=pick(spec.price_cached_in_per_1k, self.price_cached_in_per_1k),
+        )
+
     @classmethod
     def from_settings(
         cls, settings: Settings, problem: str, flags: RunFlags | None = None, *, run_id: str | None = None
@@ -221,7 +268,9 @@ class AgentConfig:
         """Settings (endpoint, key, models, sampling, timeouts, prices, runs folder), then OPENAI_*
         from the environment where the settings leave a gap, then the `flags` given (None: not
         given). `flags.model` sets every role; `planner_model` / `coder_model` / `reviewer_model`
-        set one (a flag beats `llm_<role>_model`, which beats `model` / `llm_model`). `run_id`:
+        set one (a flag beats `llm_<role>_model`, which beats `model` / `llm_model`); the same for
+        the reasoning effort (`--reasoning-effort` beats `llm_<role>_reasoning_effort`, which beats
+        `llm_reasoning_effort`). A role's own prices (`llm_role_prices`) beat the run's. `run_id`:
         a new one when None."""
         flags = flags or RunFlags()
         model = flags.model or settings.llm_model
@@ -232,12 +281,23 @@ class AgentConfig:
             "coder": (flags.coder_model, settings.llm_coder_model),
             "reviewer": (flags.reviewer_model, settings.llm_reviewer_model),
         }
-        roles: dict[str, RoleModel] = {
-            r: RoleModel(
-                model=per_role[r][0] or per_role[r][1] or model, temperature=temperature, max_tokens=max_tokens_out
-            )
-            for r in ROLES
+        efforts = {
+            "planner": settings.llm_planner_reasoning_effort,
+            "coder": settings.llm_coder_reasoning_effort,
+            "reviewer": settings.llm_reviewer_reasoning_effort,
         }
+        roles: dict[str, RoleModel] = {}
+        for r in ROLES:
+            prices = settings.llm_role_prices.get(r)
+            roles[r] = RoleModel(
+                model=per_role[r][0] or per_role[r][1] or model,
+                temperature=temperature,
+                max_tokens=max_tokens_out,
+                reasoning_effort=flags.reasoning_effort or efforts[r] or settings.llm_reasoning_effort,
+                price_in_per_1k=prices.in_per_1k if prices else None,
+                price_out_per_1k=prices.out_per_1k if prices else None,
+                price_cached_in_per_1k=prices.cached_in_per_1k if prices else None,
+            )
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else os.environ.get("OPENAI_API_KEY")
         base_url = settings.llm_base_url or os.environ.get("OPENAI_BASE_URL")
         base = cls(
@@ -252,6 +312,7 @@ class AgentConfig:
             structured_method=settings.llm_structured_output,
             price_in_per_1k=settings.llm_price_in_per_1k,
             price_out_per_1k=settings.llm_price_out_per_1k,
+            price_cached_in_per_1k=settings.llm_price_cached_in_per_1k,
             policy=settings.policy,
             memory_db=settings.memory_db,
         )
@@ -275,6 +336,8 @@ class AgentConfig:
             raise UsageError(f"--target must be positive, not {self.target}")
         if self.width < 1:
             raise UsageError("--width must be at least 1")
+        if self.ideas < 1:
+            raise UsageError("--ideas must be at least 1")
         if self.max_gpu_s is not None and self.max_gpu_s <= 0:
             raise UsageError(f"--max-gpu-time must be positive, not {self.max_gpu_s:g}")
         if self.max_rounds < 1:
@@ -283,6 +346,11 @@ class AgentConfig:
             raise UsageError("tool_rounds must be 0 or more")
         if self.memory_tokens < 0:
             raise UsageError("memory_tokens must be 0 or more")
+        for name, spec in self.roles.items():
+            if spec.reasoning_effort is not None and not spec.reasoning_effort.isalpha():
+                raise UsageError(
+                    f"the {name}'s reasoning effort must be a word (low, medium, high), not {spec.reasoning_effort!r}"
+                )
         if self.backend in ("cuda", "triton") and self.device == "cpu":
             raise UsageError(f"--backend {self.backend} needs --device cuda", hint="use --backend cpp on the CPU")
 

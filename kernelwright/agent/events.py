@@ -189,6 +189,34 @@ class UsageUpdated(_Event):
     total_tokens: float
     cost_usd: float
     estimated: bool = False
+    cached_tokens: int = Field(default=0, description="Of input_tokens: read from the provider's prompt cache.")
+    reasoning_tokens: int = Field(default=0, description="Of output_tokens: spent by a reasoning model thinking.")
+    sample: int = Field(default=0, description="Which of the step's concurrent samples (0: the only one).")
+
+
+class TokensStreamed(_Event):
+    """A reply as it streams in, at most about four times a second per request (`asking.py`). Transient:
+    live frontends show it, the trajectory and --events-json never hold it, and it takes no number
+    of its own (it carries the last persisted event's `seq`)."""
+
+    kind: Literal["tokens_streamed"] = "tokens_streamed"
+    role: str
+    sample: int = 0
+    chars: int
+    tokens_so_far: int = Field(description="Estimated: ceil(chars / 4), the scripted model's rule of thumb.")
+    preview_tail: str = Field(default="", description="The last characters received (text, or tool-call arguments).")
+
+
+class LlmNote(_Event):
+    """What the endpoint made a call do (`llm.py`): a refused parameter dropped for the rest of the run,
+    a reply cut at max_tokens retried with more room (or left cut), a prompt compressed to fit the
+    model's context, a sample that failed while the step's other samples went on."""
+
+    kind: Literal["llm_note"] = "llm_note"
+    role: str
+    sample: int = 0
+    what: Literal["parameter_dropped", "more_room", "still_cut", "prompt_compressed", "sample_failed"]
+    detail: str
 
 
 class RunFinished(_Event):
@@ -219,10 +247,18 @@ Event = Annotated[
     | RememberedStart
     | ReviewWritten
     | UsageUpdated
+    | TokensStreamed
+    | LlmNote
     | RunFinished,
     Field(discriminator="kind"),
 ]
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(Event)
+TRANSIENT_KINDS = frozenset({"tokens_streamed"})
+
+
+def is_transient(event: _Event) -> bool:
+    """Shown live, never persisted (a streamed reply's progress would swell the trajectory)."""
+    return getattr(event, "kind", "") in TRANSIENT_KINDS
 
 
 def parse_event(data: str | dict[str, Any]) -> _Event:
@@ -249,7 +285,8 @@ class EventStream:
         self._subscribers.append(subscriber)
 
     def emit(self, event: _Event) -> None:
-        self.seq += 1
+        if not is_transient(event):  # persisted events stay numbered 1, 2, 3... across a resume
+            self.seq += 1
         event.run_id, event.seq = self.run_id, self.seq
         if not event.round:
             event.round = self.round
@@ -265,6 +302,8 @@ class JsonLinesWriter:
         self._file = path.open("a", encoding="utf-8")
 
     def __call__(self, event: _Event) -> None:
+        if is_transient(event):
+            return
         self._file.write(redact(event.model_dump_json()) + "\n")
         self._file.flush()
 
@@ -291,6 +330,8 @@ class TrajectoryWriter:
         return max((int(e.get("seq", 0)) for e in self.events), default=0)
 
     def __call__(self, event: _Event) -> None:
+        if is_transient(event):
+            return
         self.events.append(event.model_dump(mode="json"))
         doc = {"schema_version": TRAJECTORY_SCHEMA_VERSION, **self.header, "events": self.events}
         tmp = self.path.with_suffix(".json.tmp")

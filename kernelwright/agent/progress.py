@@ -40,6 +40,20 @@ def _ts(value: str) -> float:
         return 0.0
 
 
+@dataclass(frozen=True)
+class Stream:
+    """A reply streaming in (from the transient TokensStreamed events): live only, never replayed."""
+
+    role: str
+    sample: int
+    tokens: int
+    tail: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.role} (sample {self.sample})" if self.sample else self.role
+
+
 @dataclass
 class Step:
     round: int
@@ -50,6 +64,18 @@ class Step:
     cost_usd: float = 0.0
     detail: list[str] = field(default_factory=list)
     """What happened in the step, in order: the plan, tool calls, candidates, errors, the review."""
+    streams: dict[int, Stream] = field(default_factory=dict)
+    """The replies streaming in now, by sample (0: the only one); each leaves when it is accounted."""
+
+    def streaming(self) -> str:
+        """One line for the replies streaming in: "coder: ~1,234 tokens so far", "coder (sample 2):
+        ...", or "coder (3 samples): ~4,567 tokens so far"; "" when none is."""
+        streams = list(self.streams.values())
+        if not streams:
+            return ""
+        tokens = sum(s.tokens for s in streams)
+        who = streams[0].label if len(streams) == 1 else f"{streams[0].role} ({len(streams)} samples)"
+        return f"{who}: ~{tokens:,} tokens so far"
 
     @property
     def label(self) -> str:
@@ -198,6 +224,7 @@ class RunProgress:
         step = self._step(e.step)
         if step is not None:
             step.status, step.seconds = "done", e.seconds
+            step.streams.clear()
             if e.step == "profile" and self.device == "cuda":
                 self.gpu_seconds += e.seconds  # Nsight Compute holds the GPU for the whole step
 
@@ -270,6 +297,19 @@ class RunProgress:
         if step is not None:
             step.tokens += int(e.total_tokens)
             step.cost_usd += e.cost_usd
+            step.streams.pop(getattr(e, "sample", 0), None)
+
+    def _on_tokens_streamed(self, e: Any) -> None:
+        step = self.current_step()
+        if step is not None:
+            step.streams[e.sample] = Stream(role=e.role, sample=e.sample, tokens=e.tokens_so_far, tail=e.preview_tail)
+
+    def _on_llm_note(self, e: Any) -> None:
+        who = f"{e.role} (sample {e.sample})" if e.sample else e.role
+        self._note(f"{who}: {e.detail}")
+        step = self.current_step()
+        if step is not None and e.what == "sample_failed":
+            step.streams.pop(e.sample, None)
 
     def _on_run_branched(self, e: Any) -> None:
         cand = self.candidates.setdefault(0, Candidate(index=0, round=0))
@@ -291,6 +331,7 @@ class RunProgress:
             self.best_index = e.best_index
         failed = e.stop_reason.startswith("interrupted")
         for step in self.steps:
+            step.streams.clear()
             if step.status == "running":
                 step.status = "failed" if failed else "skipped"
                 if failed:

@@ -9,21 +9,28 @@ AIMessage whose `tool_calls` the node runs), and reports
 usage metadata with a documented estimate: tokens = ceil(characters / 4), the usual rule of thumb
 for English and code with OpenAI-style tokenizers (no tokenizer can be downloaded offline).
 A script that runs out raises `ScriptExhausted`, which names the role and the step.
+
+Its async path streams: `astream` chooses the reply the moment it is called, before any await,
+so requests sent together (`asyncio.gather`) get the script's replies in the order they were made,
+whatever order they finish in; then it waits the reply's delay (`ScriptedSession.delay_s`, or
+`slow(reply, seconds)` for one reply) and yields the reply in pieces, so concurrency and live
+token counts are visible. `cut(text)` is a reply that ends at max_tokens (finish_reason "length").
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, RunnableMap
 from pydantic import BaseModel, ConfigDict
 
 from kernelwright.errors import ExitCode, KernelwrightError
@@ -55,7 +62,26 @@ class ScriptedFailure(Exception):
     """A reply that raises instead of answering (a scripted API error)."""
 
 
-Reply = str | dict[str, Any] | AIMessage | BaseException | Callable[[list[BaseMessage]], str]
+@dataclass(frozen=True)
+class Slow:
+    """A reply that takes `seconds` to come (after it is chosen): `slow(reply, 1.0)`."""
+
+    reply: Any
+    seconds: float
+
+
+Reply = str | dict[str, Any] | AIMessage | BaseException | Callable[[list[BaseMessage]], str] | Slow
+PIECE_CHARS = 40
+"""The scripted model streams its reply in pieces of this many characters (about ten tokens)."""
+
+
+def slow(reply: Reply, seconds: float) -> Slow:
+    return Slow(reply, seconds)
+
+
+def cut(text: str) -> AIMessage:
+    """A scripted reply cut at max_tokens: the text so far, finish_reason "length"."""
+    return AIMessage(content=text, response_metadata={"finish_reason": "length"})
 
 
 def tool_calls(*calls: tuple[str, dict[str, Any]]) -> AIMessage:
@@ -78,6 +104,8 @@ class ScriptedSession:
     prompts: dict[str, list[list[BaseMessage]]] = field(default_factory=dict)
     position: dict[str, int] = field(default_factory=dict)
     tools: dict[str, list[str]] = field(default_factory=dict)
+    delay_s: float = 0.0
+    """How long every reply takes to come on the async path (a `slow(...)` reply says its own)."""
 
     def next_reply(self, role: str, messages: list[BaseMessage]) -> Reply:
         self.prompts.setdefault(role, []).append(list(messages))
@@ -119,6 +147,8 @@ class ScriptedSession:
 
 
 def _as_message(reply: Reply, messages: list[BaseMessage]) -> AIMessage:
+    if isinstance(reply, Slow):
+        return _as_message(reply.reply, messages)
     if isinstance(reply, AIMessage):
         return reply.model_copy()
     return AIMessage(content=_as_text(reply, messages))
@@ -133,6 +163,7 @@ def _as_text(reply: Reply, messages: list[BaseMessage]) -> str:
         return json.dumps(reply)
     if callable(reply):
         return reply(messages)
+    assert isinstance(reply, str)
     return reply
 
 
@@ -148,10 +179,28 @@ class ScriptedChatModel(BaseChatModel):
     session: Any
     role: str
     model_name: str = "scripted"
+    max_tokens: int = 8192
+    """Only so a reply scripted as `cut(...)` is asked again with more room, as a real model's is."""
 
     @property
     def _llm_type(self) -> str:
         return "kernelwright-scripted"
+
+    def _answer(self, messages: list[BaseMessage]) -> tuple[AIMessage, float]:
+        """The next reply of the script as a message with usage, and how long it takes to come."""
+        reply = self.session.next_reply(self.role, messages)
+        delay = reply.seconds if isinstance(reply, Slow) else float(self.session.delay_s)
+        message = _as_message(reply, messages)
+        prompt_tokens = sum(estimate_tokens(_text_of(m)) for m in messages)
+        out_tokens = estimate_tokens(_text_of(message))
+        message.usage_metadata = {
+            "input_tokens": prompt_tokens,
+            "output_tokens": out_tokens,
+            "total_tokens": prompt_tokens + out_tokens,
+        }
+        finish = message.response_metadata.get("finish_reason") or ("tool_calls" if message.tool_calls else "stop")
+        message.response_metadata = {"model_name": self.model_name, "estimated_usage": True, "finish_reason": finish}
+        return message, delay
 
     def _generate(
         self,
@@ -160,16 +209,29 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        message = _as_message(self.session.next_reply(self.role, messages), messages)
-        prompt_tokens = sum(estimate_tokens(_text_of(m)) for m in messages)
-        out_tokens = estimate_tokens(_text_of(message))
-        message.usage_metadata = {
-            "input_tokens": prompt_tokens,
-            "output_tokens": out_tokens,
-            "total_tokens": prompt_tokens + out_tokens,
-        }
-        message.response_metadata = {"model_name": self.model_name, "estimated_usage": True}
+        message, _ = self._answer(messages)
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        message, delay = self._answer(messages)  # chosen before the first await: the order of the calls
+        if delay:
+            await asyncio.sleep(delay)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def astream(  # type: ignore[override]
+        self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[AIMessageChunk]:
+        """Not a coroutine: the reply is chosen now, in the order the calls are made, and streamed
+        when iterated (after its delay)."""
+        messages = self._convert_input(input).to_messages()
+        message, delay = self._answer(messages)
+        return _pieces(message, delay)
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:
         self.session.tools[self.role] = [getattr(t, "name", None) or getattr(t, "__name__", str(t)) for t in tools]
@@ -178,11 +240,12 @@ class ScriptedChatModel(BaseChatModel):
     def with_structured_output(  # type: ignore[override]
         self, schema: type[BaseModel], *, include_raw: bool = False, **kwargs: Any
     ) -> Runnable[LanguageModelInput, Any]:
-        """Replies are JSON (or dicts in the script) validated into `schema`; with include_raw,
-        `{"raw": AIMessage, "parsed": ..., "parsing_error": ...}` like LangChain's own."""
+        """Replies are JSON (or dicts in the script) validated into `schema`. Shaped like LangChain's
+        own: `RunnableMap(raw=model) | parser`, the parser giving `{"raw", "parsed", "parsing_error"}`
+        with include_raw (so `llm.structured_parts` can stream the model and parse after)."""
 
-        def run(value: LanguageModelInput) -> Any:
-            raw = self.invoke(value)
+        def parse(value: dict[str, Any]) -> Any:
+            raw = value["raw"]
             parsed, error = None, None
             try:
                 parsed = schema.model_validate_json(str(raw.content))
@@ -192,4 +255,25 @@ class ScriptedChatModel(BaseChatModel):
                     raise
             return {"raw": raw, "parsed": parsed, "parsing_error": error} if include_raw else parsed
 
-        return RunnableLambda(run)
+        return RunnableMap(raw=self) | RunnableLambda(parse)
+
+
+async def _pieces(message: AIMessage, delay: float) -> AsyncIterator[AIMessageChunk]:
+    """A whole reply as a stream: its text in pieces, then its tool calls, usage and finish reason."""
+    text = str(message.content)
+    pieces = [text[i : i + PIECE_CHARS] for i in range(0, len(text), PIECE_CHARS)] or [""]
+    for piece in pieces[:-1]:
+        if delay:
+            await asyncio.sleep(delay / len(pieces))
+        yield AIMessageChunk(content=piece)
+    if delay:
+        await asyncio.sleep(delay / len(pieces))
+    yield AIMessageChunk(
+        content=pieces[-1],
+        tool_call_chunks=[
+            {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i, "type": "tool_call_chunk"}
+            for i, c in enumerate(message.tool_calls)
+        ],
+        usage_metadata=message.usage_metadata,
+        response_metadata=message.response_metadata,
+    )

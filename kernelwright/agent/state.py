@@ -8,7 +8,7 @@ EvalResults live on disk, one file per candidate keyed by source hash (see `runs
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 
 def merge_dicts(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
@@ -39,7 +39,12 @@ class CandidateRecord(TypedDict):
     target_baseline: str | None
     beats_target: bool
     parent: int | None
-    """The candidate this one's round started from (the best so far, or the branch origin, index 0)."""
+    """The candidate this one's idea started from (its parent in the program database; index 0 is
+    the branch origin or the remembered kernel)."""
+    idea: NotRequired[str]
+    """The plan of the idea it implements."""
+    tags: NotRequired[list[str]]
+    """Technique tags (`techniques.tags`, from its code and its idea)."""
 
 
 class ProfileRecord(TypedDict):
@@ -59,6 +64,18 @@ class RepairRecord(TypedDict):
     index: int
     path: str
     feedback: str
+    idea: NotRequired[int]
+    """Which of the round's ideas the draft implements."""
+
+
+class IdeaRecord(TypedDict):
+    """One of a round's ideas: the plan and the parent it starts from (`parents.choose`)."""
+
+    plan: str
+    expected_speedup: float | None
+    parent: int | None
+    why: str
+    """Why that parent (the choice rule's reason)."""
 
 
 class AgentState(TypedDict, total=False):
@@ -68,6 +85,12 @@ class AgentState(TypedDict, total=False):
     plan_expected_speedup: float | None
     attempt: int
     drafts: list[str]
+    draft_ideas: list[int]
+    """Which idea each draft implements (same order as `drafts`)."""
+    ideas: list[IdeaRecord]
+    """This round's ideas; `plan` is the first one's (`--ideas N`, default 1)."""
+    abandoned_parent: int | None
+    """The parent of the direction the reviewer abandoned last round: not the next first parent."""
     coder_feedback: str
     """Why the coder's last reply was unusable, or what the other failed drafts of a round said."""
     repair: RepairRecord | None

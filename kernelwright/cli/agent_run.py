@@ -73,6 +73,9 @@ class HeadlessRenderer:
             self.say(f"[bold cyan]round {e.round}[/] plan{expect}: {e.plan}")
         elif kind == "coder_retry":
             self.say(f"  [yellow]coder reply unusable[/]: {e.why}")
+        elif kind == "llm_note":
+            who = f"{e.role} (sample {e.sample})" if e.sample else e.role
+            self.say(f"  [yellow]{who}[/]: {e.detail}")
         elif kind == "candidate_evaluated":
             colour = self.COLOURS.get(e.verdict, "yellow")
             reason = f" ({e.reason})" if e.reason else ""

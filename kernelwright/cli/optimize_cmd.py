@@ -36,8 +36,17 @@ _PARAM_FIELDS = {
     "width": "width",
     "price_in": "price_in_per_1k",
     "price_out": "price_out_per_1k",
+    "price_cached": "price_cached_in_per_1k",
 }
-_ROLE_PARAMS = ("model", "planner_model", "coder_model", "reviewer_model", "temperature", "max_output")
+_ROLE_PARAMS = (
+    "model",
+    "planner_model",
+    "coder_model",
+    "reviewer_model",
+    "temperature",
+    "max_output",
+    "reasoning_effort",
+)
 
 
 def _given(ctx: typer.Context, name: str) -> bool:
@@ -61,7 +70,7 @@ def _branch_config(
     import dataclasses
 
     from kernelwright.agent import runs
-    from kernelwright.agent.configuration import ROLES, RoleModel, new_run_id
+    from kernelwright.agent.configuration import ROLES, new_run_id
     from kernelwright.tools.evaluate import resolve_device
 
     runs_dir = Path(settings.runs_dir)
@@ -78,10 +87,12 @@ def _branch_config(
         per_role = {"planner": flags.planner_model, "coder": flags.coder_model, "reviewer": flags.reviewer_model}
         for role in ROLES:
             before = old.role(role)
-            roles[role] = RoleModel(
+            roles[role] = dataclasses.replace(
+                before,
                 model=per_role[role] or flags.model or before.model,
                 temperature=flags.temperature if flags.temperature is not None else before.temperature,
                 max_tokens=flags.max_output_tokens or before.max_tokens,
+                reasoning_effort=flags.reasoning_effort or before.reasoning_effort,
             )
         changes["roles"] = roles
     config = dataclasses.replace(
@@ -132,8 +143,22 @@ def register(app: typer.Typer) -> None:
         max_output: Annotated[
             Optional[int], typer.Option("--max-output-tokens", min=1, help="Most tokens one reply may use.")
         ] = None,
+        reasoning_effort: Annotated[
+            Optional[str],
+            typer.Option(
+                "--reasoning-effort",
+                help="reasoning_effort sent to every role's model (low, medium, high, ...; default: the "
+                "llm_reasoning_effort settings). A model that refuses it has it dropped with a note.",
+            ),
+        ] = None,
         llm_timeout: Annotated[
-            Optional[float], typer.Option("--llm-timeout", min=1, help="Seconds one LLM request may take.")
+            Optional[float],
+            typer.Option(
+                "--llm-timeout",
+                min=1,
+                help="Seconds one LLM request may wait between streamed bytes (default: llm_timeout_s, else 120; "
+                "600 for a role with a reasoning effort).",
+            ),
         ] = None,
         llm_retries: Annotated[
             Optional[int], typer.Option("--llm-retries", min=0, help="Retries of a 429 / 5xx LLM request.")
@@ -176,7 +201,16 @@ def register(app: typer.Typer) -> None:
             Optional[float],
             typer.Option("--price-in", help="USD per 1k prompt tokens (cost meter; default: settings)."),
         ] = None,
-        price_out: Annotated[Optional[float], typer.Option("--price-out", help="USD per 1k completion tokens.")] = None,
+        price_out: Annotated[
+            Optional[float],
+            typer.Option("--price-out", help="USD per 1k completion tokens (reasoning included; default: settings)."),
+        ] = None,
+        price_cached: Annotated[
+            Optional[float],
+            typer.Option(
+                "--price-cached", help="USD per 1k prompt tokens read from the provider's cache (default: --price-in)."
+            ),
+        ] = None,
         scripted: Annotated[
             Optional[str],
             typer.Option(
@@ -220,6 +254,7 @@ def register(app: typer.Typer) -> None:
             reviewer_model=reviewer_model,
             temperature=temperature,
             max_output_tokens=max_output,
+            reasoning_effort=reasoning_effort,
             request_timeout_s=llm_timeout,
             max_retries=llm_retries,
             structured_method=structured,
@@ -229,6 +264,7 @@ def register(app: typer.Typer) -> None:
             policy=policy,
             price_in_per_1k=price_in,
             price_out_per_1k=price_out,
+            price_cached_in_per_1k=price_cached,
         )
         if from_run:
             given = {name for name in ctx.params if _given(ctx, name)}

@@ -1,6 +1,6 @@
-"""How a run stands, as rich Text: one status line (status, round, step, best speedup against
-eager and torch.compile) and one line of budget meters (rounds, tokens, cost, wall time, GPU
-time). Textual-free, so the headless commands' live status line uses it too."""
+"""How a run stands, as rich Text: one status line (status, round, step and the tokens of a reply
+streaming in, best speedup against eager and torch.compile) and one line of budget meters (rounds,
+tokens, cost, wall time, GPU time). Textual-free, so the headless commands' live status line uses it too."""
 
 from __future__ import annotations
 
@@ -35,6 +35,9 @@ def status_text(progress: RunProgress, read_only: bool, approval: bool) -> Text:
         text.append(f" · round {progress.round}")
     if step is not None and progress.running:
         text.append(f" {step.label}")
+        streaming = step.streaming()
+        if streaming:
+            text.append(f" · {streaming}", style="dim")
     best = progress.best
     if best is not None:
         parts = [f"{best.speedup(b):.2f}x {b}" for b in ("eager", "compile") if best.speedup(b) is not None]

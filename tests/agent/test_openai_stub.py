@@ -1,6 +1,6 @@
-"""langchain-openai's real ChatOpenAI against a local stub of /v1/chat/completions: tool calls
-for structured output, usage metadata, retries, and an API error that persists (exit 5, run
-saved and resumable). No network, no key."""
+"""langchain-openai's real ChatOpenAI against a local stub of /v1/chat/completions (streamed, as
+every role's calls are: `sse_stub.py`): tool calls for structured output, usage metadata, retries,
+and an API error that persists (exit 5, run saved and resumable). No network, no key."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from kernelwright.agent.configuration import ROLES
 from kernelwright.agent.llm import chat_model
 from kernelwright.errors import EnvironmentProblem, ExitCode
 from tests.agent.helpers import FakeEvaluator, code, config, plan, review, run_cli
+from tests.agent.sse_stub import completion, send
 
 ARGS = {"Plan": plan(expected=1.4), "Review": review(lesson="stubbed lesson")}
 
@@ -32,26 +33,14 @@ class Stub:
         self.requests.append(body)
         if self.fail_with is not None:
             return self.fail_with, {"error": {"message": "stub says no", "type": "invalid_request_error"}}
-        usage = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
         if body.get("tools"):
             name = next(t["function"]["name"] for t in body["tools"] if t["function"]["name"] in ARGS)
             arguments = ARGS[name]
             if self.tool_first is not None:
                 name, arguments, self.tool_first = self.tool_first["name"], self.tool_first["args"], None
             call = {"id": "call_1", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
-            message = {"role": "assistant", "content": None, "tool_calls": [call]}
-            finish = "tool_calls"
-        else:
-            message = {"role": "assistant", "content": code("correct none 2.0")}
-            finish = "stop"
-        return 200, {
-            "id": "chatcmpl-stub",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body.get("model"),
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": usage,
-        }
+            return 200, completion(body.get("model", ""), tool_calls=[call], finish="tool_calls")
+        return 200, completion(body.get("model", ""), content=code("correct none 2.0"))
 
 
 @pytest.fixture
@@ -62,12 +51,7 @@ def stub() -> Iterator[tuple[Stub, str]]:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             status, doc = state.reply(body) if self.path.endswith("/chat/completions") else (404, {})
-            data = json.dumps(doc).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send(self, status, doc, stream=bool(body.get("stream")))
 
         def log_message(self, *args: Any) -> None:
             pass

@@ -1,5 +1,6 @@
 """The scripted sessions shipped for `kernelwright demo` are well-formed: every coder reply holds
-a parseable ModelNew file of the right backend, and the hack is visible to the static checks.
+a parseable ModelNew file of the right backend, or edits that apply to the draft before it (a
+repair turn's base), and the hack is visible to the static checks.
 (The CPU session runs for real in test_agent_demo.py; the CUDA one needs a GPU.)"""
 
 from __future__ import annotations
@@ -16,15 +17,13 @@ def test_scripted_sessions_are_well_formed(name: str, backend: str) -> None:
     session = SCRIPTS[name]()
     coder = session.script["coder"]
     assert len(coder) == len(session.expected_verdicts)
-    assert (
-        len(session.script["planner"])
-        == len(session.script["reviewer"])
-        == session.expected_verdicts.count("correct") + 1
-    )
+    assert len(session.script["planner"]) == len(session.script["reviewer"]) == 4
+    draft: str | None = None
     for reply, expected in zip(coder, session.expected_verdicts, strict=True):
         assert isinstance(reply, str)
-        source, why = extract_code(reply)
+        source, why = extract_code(reply, draft)
         assert source is not None, why
+        draft = source
         analysis = analyze_candidate(source)
         assert analysis.backend == backend
         codes = {f.code for f in analysis.findings}

@@ -10,9 +10,8 @@ import asyncio
 import json
 import math
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool
@@ -45,11 +44,6 @@ class Answer:
     max_tokens", never "no code block"."""
     error: str | None = None
     """This sample failed (one line); the step's other samples went on."""
-
-    def __iter__(self) -> Iterator[Any]:
-        """Transitional: unpacks as `(text, usage)`, the pair `ask` returned before `Answer`, until
-        coder.py reads `cut` and `error` (then delete this)."""
-        return iter((self.text, self.usage))
 
 
 class _Watch:
@@ -165,9 +159,9 @@ def ask_many(
     for sample, result in enumerate(results, start=1 if len(results) > 1 else 0):
         if isinstance(result, llm.Outcome):
             usage = _account(result, role, config, deps, sample)
-            answers.append(Answer(str(result.reply.message.content), usage, cut=result.cut))
+            answers.append(Answer(result.reply.message.text, usage, cut=result.cut))
         else:
-            line = result.one_line() if isinstance(result, EnvironmentProblem) else str(result)
+            line = result.message if isinstance(result, EnvironmentProblem) else str(result)  # the run goes on: no hint
             deps.events.emit(LlmNote(role=role, sample=sample, what="sample_failed", detail=line))
             answers.append(Answer("", {f"calls.{role}": 1.0}, error=line))
     return answers
@@ -201,7 +195,7 @@ def ask_structured(
             watch=_Watch(deps, role, 0),
         )
     )
-    return parsed, str(outcome.reply.message.content), _account(outcome, role, config, deps)
+    return parsed, outcome.reply.message.text, _account(outcome, role, config, deps)
 
 
 def ask_with_tools(
@@ -246,9 +240,9 @@ def ask_with_tools(
             except ValidationError:
                 break  # the forced structured call below gets it right or says why
         if not reply.tool_calls:
-            parsed = llm.parse_json_reply(str(reply.content), schema)
+            parsed = llm.parse_json_reply(reply.text, schema)
             if parsed is not None:
-                return parsed, str(reply.content), usage
+                return parsed, reply.text, usage
             history.append(reply)
             break
         history.append(reply)

@@ -24,11 +24,11 @@ from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import CoderRetry
 from kernelwright.agent.nodes import context
-from kernelwright.agent.nodes.asking import ask
+from kernelwright.agent.nodes.asking import ask_many
 from kernelwright.agent.nodes.common import PROMPTS, describe, messages, started, starting_point, stopped_by_user
 from kernelwright.agent.nodes.edits import read_reply
 from kernelwright.agent.problems import brief, problem_of
-from kernelwright.agent.state import AgentState, CandidateRecord, add_usage
+from kernelwright.agent.state import AgentState, CandidateRecord, IdeaRecord, add_usage
 
 _SOLUTIONS = Path(__file__).resolve().parents[2] / "problems" / "solutions"
 EXAMPLES = {
@@ -68,10 +68,9 @@ def _diff(parent: str, draft: str, parent_index: int) -> str:
     return context.clip(text or "(no change)\n", DIFF_CHARS, what="the diff", page="the draft above is whole")
 
 
-def _base(state: AgentState) -> tuple[str, str, str, str, str | None]:
+def _base(state: AgentState, parent: CandidateRecord | None, repairing: bool) -> tuple[str, str, str, str, str | None]:
     """(title, name, base shown, repair section, base source) for this coder turn."""
-    repair = state.get("repair")
-    parent = state.get("start") or starting_point(state)
+    repair = state.get("repair") if repairing else None
     if repair is not None:
         draft = Path(repair["path"]).read_text()
         record: CandidateRecord | None = next(
@@ -96,10 +95,31 @@ def _base(state: AgentState) -> tuple[str, str, str, str, str | None]:
     return title, "starting point", f"```python\n{context.source_text(parent)}```", "", Path(parent["path"]).read_text()
 
 
-def prompt_for(state: AgentState, cfg: AgentConfig, plan: str) -> tuple[list[BaseMessage], str | None]:
-    """The coder's prompt for this turn, and the base its edits apply to."""
-    title, name, base, repair, base_source = _base(state)
-    parent = state.get("start") or starting_point(state)
+def record_of(state: AgentState, index: int | None) -> CandidateRecord | None:
+    if index is None:
+        return None
+    origin = state.get("origin")
+    if origin is not None and origin["index"] == index:
+        return origin
+    return next((c for c in state.get("candidates", []) if c["index"] == index), None)
+
+
+def round_ideas(state: AgentState) -> list[IdeaRecord]:
+    """This round's ideas; a state from before `ideas` existed has one, from its start."""
+    ideas = state.get("ideas")
+    if ideas:
+        return list(ideas)
+    start = state.get("start") or starting_point(state)
+    plan = state.get("plan", "")
+    return [IdeaRecord(plan=plan, expected_speedup=None, parent=start["index"] if start else None, why="")]
+
+
+def prompt_for(
+    state: AgentState, cfg: AgentConfig, plan: str, parent: CandidateRecord | None = None, *, repairing: bool = False
+) -> tuple[list[BaseMessage], str | None]:
+    """The coder's prompt for one idea (its plan and parent) or for the repair of a failed draft,
+    and the base its edits apply to."""
+    title, name, base, repair, base_source = _base(state, parent, repairing)
     feedback = state.get("coder_feedback") or ""
     prompt = messages(
         "coder",
@@ -136,22 +156,51 @@ def coder(state: AgentState, config: RunnableConfig) -> Command[Literal["coder",
         if isinstance(answer, str) and answer.strip():
             plan_update["plan"] = answer.strip()
     started(deps, state, "coder")
-    prompt, base = prompt_for(state, cfg, str(plan_update.get("plan") or state.get("plan", "")))
+    ideas = round_ideas(state)
+    if plan_update.get("plan"):
+        ideas[0] = IdeaRecord(**{**ideas[0], "plan": str(plan_update["plan"])})
+        plan_update["ideas"] = ideas
+    repair = state.get("repair")
+    # One prompt per idea (its plan, its parent as the base), or the repaired draft's idea alone.
+    turns = [repair.get("idea", 0)] if repair is not None else list(range(len(ideas)))
+    prompts = []
+    for number in turns:
+        idea = ideas[min(number, len(ideas) - 1)]
+        prompt, base = prompt_for(
+            state, cfg, idea["plan"], record_of(state, idea["parent"]), repairing=repair is not None
+        )
+        prompts += [(number, prompt, base)] * cfg.width  # --width K: K samples per idea
     sources: list[str] = []
+    draft_ideas: list[int] = []
     whys: list[str] = []
     usage: dict[str, float] = {}
-    for _ in range(cfg.width):  # --width K: K samples of the same prompt, evaluated as one batch
-        reply, used = ask("coder", prompt, cfg, deps)
-        usage = add_usage(usage, used)
-        source, why = extract_code(reply, base)
+    answers = ask_many("coder", [prompt for _, prompt, _ in prompts], cfg, deps)  # all in flight at once
+    for (number, _, base), answer in zip(prompts, answers, strict=True):
+        usage = add_usage(usage, answer.usage)
+        if answer.error is not None:  # a failed sample never holds the step: the others go on
+            whys.append(f"the request failed: {answer.error}")
+            continue
+        source, why = extract_code(answer.text, base)
         if source is not None:
             sources.append(source)
+            draft_ideas.append(number)
+        elif answer.cut:
+            whys.append(
+                f"the reply was cut at the max_tokens limit, even after a retry with more room ({why}); "
+                "write a shorter file, or edits"
+            )
         else:
             whys.append(why)
     if sources:
         return Command(
             goto="evaluate",
-            update={"drafts": sources, "attempt": state.get("attempt", 0) + 1, "usage": usage, **plan_update},
+            update={
+                "drafts": sources,
+                "draft_ideas": draft_ideas,
+                "attempt": state.get("attempt", 0) + 1,
+                "usage": usage,
+                **plan_update,
+            },
         )
     why = whys[0]
     misses = state.get("no_code_replies", 0) + 1

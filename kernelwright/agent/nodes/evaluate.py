@@ -17,10 +17,11 @@ from typing import Literal
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from kernelwright.agent import budget, remember, runs
+from kernelwright.agent import budget, remember, runs, techniques
 from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import CandidateEvaluated, CandidateWritten
+from kernelwright.agent.nodes.coder import round_ideas
 from kernelwright.agent.nodes.common import started, stopped_by_user
 from kernelwright.agent.nodes.feedback import failure_feedback
 from kernelwright.agent.state import AgentState, CandidateRecord, RepairRecord
@@ -70,7 +71,10 @@ def evaluate(state: AgentState, config: RunnableConfig) -> Command[Literal["code
     records: list[CandidateRecord] = []
     best = state.get("best")
     judged = _judge(paths, shas, cfg, deps)
+    ideas = round_ideas(state)
+    numbers = state.get("draft_ideas") or [0] * len(paths)
     for offset, (result, cached) in enumerate(judged):
+        idea = ideas[min(numbers[offset] if offset < len(numbers) else 0, len(ideas) - 1)]
         rec = budget.record(
             result,
             index=first + offset,
@@ -78,8 +82,10 @@ def evaluate(state: AgentState, config: RunnableConfig) -> Command[Literal["code
             attempt=state.get("attempt", 1),
             path=str(paths[offset]),
             target=cfg.target,
-            parent=start["index"] if (start := state.get("start")) else None,
+            parent=idea["parent"],
         )
+        rec["idea"] = idea["plan"]
+        rec["tags"] = techniques.tags(paths[offset].read_text(), idea["plan"])
         records.append(rec)
         remember.record(cfg, deps, rec, source=paths[offset].read_text(), plan=state.get("plan", ""))
         deps.events.emit(
@@ -104,6 +110,7 @@ def evaluate(state: AgentState, config: RunnableConfig) -> Command[Literal["code
         "results": {sha: str(cfg.run_dir / "results" / f"{sha}.json") for sha in shas},
         "last_candidate": max(correct, key=budget.score) if correct else records[-1],
         "drafts": [],
+        "draft_ideas": [],
         "best": best,
         "repair": None,
         "coder_feedback": "",
@@ -130,10 +137,12 @@ def _next(
         return "reviewer"  # out of retries: the reviewer sees the round (and explains a hack)
     chosen = min(failed, key=lambda i: (_REPAIR_ORDER.index(results[i].verdict), i))
     source = paths[chosen].read_text()
+    numbers = state.get("draft_ideas") or []
     update["repair"] = RepairRecord(
         index=records[chosen]["index"],
         path=str(paths[chosen]),
         feedback=failure_feedback(results[chosen], source, cfg.feedback_chars),
+        idea=numbers[chosen] if chosen < len(numbers) else 0,
     )
     others = [f"candidate {records[i]['index']}: {_short(results[i])}" for i in failed if i != chosen]
     update["coder_feedback"] = ("The other drafts of this turn: " + "; ".join(others)) if others else ""

@@ -5,16 +5,17 @@ acceptance are checked here, in code, before any tokens are spent."""
 
 from __future__ import annotations
 
-import re
 import time
+from string import Template
 from typing import Any, Literal
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
-from kernelwright.agent import budget, remember
+from kernelwright.agent import budget, parents, remember
 from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import PlanWritten
@@ -25,18 +26,36 @@ from kernelwright.agent.nodes.common import (
     messages,
     role_tools,
     started,
-    starting_point,
     stopped_by_user,
     tail,
 )
 from kernelwright.agent.problems import brief, problem_of
-from kernelwright.agent.state import AgentState, add_usage
+from kernelwright.agent.state import AgentState, CandidateRecord, IdeaRecord, add_usage
+from kernelwright.agent.techniques import similar
 from kernelwright.agent.tools import describe_tools
 
 
 class Plan(BaseModel):
     plan: str = Field(description="What to change in the kernel and why, at most five sentences.")
     expected_speedup: float | None = Field(default=None, description="Expected speedup over the target baseline.")
+
+
+class Ideas(BaseModel):
+    """A round's distinct ideas (`--ideas N`): idea i starts from parent i of the prompt's list."""
+
+    ideas: list[Plan] = Field(min_length=1, description="Distinct ideas, one per parent, in the parents' order.")
+
+
+ONE_IDEA = (
+    "Write the plan for round $round: what to change in the kernel and why, in at most five sentences,\n"
+    'and the speedup over $target_baseline you expect. Answer as JSON: {"plan": "...", "expected_speedup": 1.2}'
+)
+N_IDEAS = (
+    "Write $n distinct ideas for round $round, idea i for parent i of the list above: each what to change\n"
+    "and why, in at most four sentences, with the speedup over $target_baseline you expect. Make them differ\n"
+    "(another technique, another bottleneck), and do not repeat what the run already tried.\n"
+    'Answer as JSON: {"ideas": [{"plan": "...", "expected_speedup": 1.2}, ...]} with $n ideas.'
+)
 
 
 def planner(state: AgentState, config: RunnableConfig) -> Command[Literal["coder", "__end__"]]:
@@ -60,12 +79,6 @@ def planner(state: AgentState, config: RunnableConfig) -> Command[Literal["coder
         raise
 
 
-def similar(a: str, b: str) -> float:
-    """How alike two plans are: the Jaccard index of their word sets (words of 3+ letters)."""
-    words_a, words_b = (set(re.findall(r"[a-z0-9_]{3,}", t.lower())) for t in (a, b))
-    return len(words_a & words_b) / len(words_a | words_b) if words_a and words_b else 0.0
-
-
 ABANDONED_LIKE = 0.6
 """A plan whose words overlap an abandoned plan's this much (Jaccard) is sent back once."""
 
@@ -76,15 +89,20 @@ def _plan(state: AgentState, cfg: AgentConfig, deps: Deps, round_: int, hints: l
     if state.get("context") is None:  # once per run, kept in the state (a resume does not re-measure)
         measured["context"] = context.measure(cfg, deps)
         state = {**state, **measured}  # type: ignore[typeddict-item]
-    start = starting_point(state)
-    start_note = ""
-    if start is not None and start["index"] == 0:
-        start_note = (
-            " (remembered from an earlier run, re-evaluated here as candidate 0)"
-            if state.get("remembered")
-            else " (the candidate this run branched from)"
-        )
+    choices = parents.choose(
+        list(state.get("candidates", [])),
+        cfg.ideas,
+        seed=cfg.seed,
+        round_=round_,
+        origin=state.get("origin"),
+        abandoned_parent=state.get("abandoned_parent"),
+    )
+    records = [_record(state, c["index"]) for c in choices]
+    start = records[0]
     tools = role_tools(state, cfg)
+    answer = Template(ONE_IDEA if cfg.ideas == 1 else N_IDEAS).safe_substitute(
+        round=round_, n=cfg.ideas, target_baseline="torch.compile (eager where compile is unavailable)"
+    )
     prompt = messages(
         "planner",
         brief=brief(cfg.problem, cfg.size),
@@ -95,7 +113,8 @@ def _plan(state: AgentState, cfg: AgentConfig, deps: Deps, round_: int, hints: l
         target_baseline="torch.compile (eager where compile is unavailable)",
         target=f"{cfg.target:g}",
         best=describe(state.get("best")),
-        start=describe(start) + start_note,
+        start=_parents_text(state, choices, records),
+        answer=answer,
         memory=remember.recall_text(cfg, deps),
         tools=describe_tools(tools),
         tool_rounds=cfg.tool_rounds,
@@ -104,29 +123,40 @@ def _plan(state: AgentState, cfg: AgentConfig, deps: Deps, round_: int, hints: l
         hints=tail(state.get("hints", []) + hints, 4),
         round=round_,
     )
-    plan, raw, usage = ask_with_tools("planner", prompt, Plan, tools, cfg, deps)
-    text = plan.plan if plan is not None else raw.strip()[:1500]
-    like = max(state.get("abandoned") or [], key=lambda a: similar(a, text), default=None)
-    if like is not None and similar(like, text) >= ABANDONED_LIKE:
+    plans, usage = _ask(prompt, tools, cfg, deps)
+    abandoned = state.get("abandoned") or []
+    like = next((a for p in plans for a in abandoned if similar(a, p.plan) >= ABANDONED_LIKE), None)
+    if like is not None:
         again = [
             *prompt,
             HumanMessage(
-                f"That plan is too like a direction the reviewer abandoned ({like[:200]!r}). "
-                "Propose a different direction, as JSON."
+                f"That answer is too like a direction the reviewer abandoned ({like[:200]!r}). "
+                "Propose different directions, as JSON."
             ),
         ]
-        retried, raw, more = ask_with_tools("planner", again, Plan, [], cfg, deps)
+        retried, more = _ask(again, [], cfg, deps)
         usage = add_usage(usage, more)
-        plan = retried or plan
-        text = plan.plan if plan is not None else raw.strip()[:1500]
-    expected = plan.expected_speedup if plan is not None else None
-    deps.events.emit(PlanWritten(plan=text, expected_speedup=expected, hints=hints, round=round_))
+        plans = retried if any(p.plan for p in retried) else plans
+    while len(plans) < cfg.ideas:  # fewer ideas than asked: the first again, for another parent
+        plans.append(plans[0])
+    ideas = [
+        IdeaRecord(plan=p.plan, expected_speedup=p.expected_speedup, parent=c["index"], why=c["why"])
+        for p, c in zip(plans, choices, strict=False)
+    ]
+    text, expected = ideas[0]["plan"], ideas[0]["expected_speedup"]
+    shown = (
+        text
+        if len(ideas) == 1
+        else "\n".join(f"idea {i + 1} (from {_parent_name(d)}): {d['plan']}" for i, d in enumerate(ideas))
+    )
+    deps.events.emit(PlanWritten(plan=shown, expected_speedup=expected, hints=hints, round=round_))
     return Command(
         goto="coder",
         update={
             "round": round_,
             "plan": text,
             "plan_expected_speedup": expected,
+            "ideas": ideas,
             "attempt": 0,
             "coder_feedback": "",
             "repair": None,
@@ -140,3 +170,45 @@ def _plan(state: AgentState, cfg: AgentConfig, deps: Deps, round_: int, hints: l
             "usage": usage,
         },
     )
+
+
+def _ask(
+    prompt: list[BaseMessage], tools: list[BaseTool], cfg: AgentConfig, deps: Deps
+) -> tuple[list[Plan], dict[str, float]]:
+    """The round's ideas (one for `--ideas 1`), never empty: an unparsable reply is the plan's text."""
+    if cfg.ideas == 1:
+        plan, raw, usage = ask_with_tools("planner", prompt, Plan, tools, cfg, deps)
+        return [plan if plan is not None else Plan(plan=raw.strip()[:1500])], usage
+    ideas, raw, usage = ask_with_tools("planner", prompt, Ideas, tools, cfg, deps)
+    if ideas is None:
+        return [Plan(plan=raw.strip()[:1500])], usage
+    return list(ideas.ideas[: cfg.ideas]), usage
+
+
+def _record(state: AgentState, index: int | None) -> CandidateRecord | None:
+    if index is None:
+        return None
+    origin = state.get("origin")
+    if origin is not None and origin["index"] == index:
+        return origin
+    return next((c for c in state.get("candidates", []) if c["index"] == index), None)
+
+
+def _parent_name(idea: IdeaRecord) -> str:
+    return "scratch" if idea["parent"] is None else f"candidate {idea['parent']}"
+
+
+def _parents_text(state: AgentState, choices: list[parents.ParentChoice], records: list[CandidateRecord | None]) -> str:
+    """The round's parents for the planner, each with why it was chosen."""
+    lines = []
+    for number, (choice, record) in enumerate(zip(choices, records, strict=True), 1):
+        note = ""
+        if record is not None and record["index"] == 0:
+            note = (
+                " (remembered from an earlier run, re-evaluated here as candidate 0)"
+                if state.get("remembered")
+                else " (the candidate this run branched from)"
+            )
+        text = describe(record) + note + f" [{choice['why']}]"
+        lines.append(text if len(choices) == 1 else f"{number}. {text}")
+    return lines[0] if len(lines) == 1 else "\n" + "\n".join(lines)

@@ -85,6 +85,7 @@ def reviewer(state: AgentState, config: RunnableConfig) -> Command[Literal["plan
         "history": [summary],
         "elapsed_s": time.monotonic() - deps.started,
         "abandoned": [state.get("plan", "")] if review.decision == "abandon" and state.get("plan") else [],
+        "abandoned_parent": _first_parent(state) if review.decision == "abandon" else None,
         "usage": usage,
         "rounds_without_improvement": 0 if improved else state.get("rounds_without_improvement", 0) + 1,
     }
@@ -95,3 +96,12 @@ def reviewer(state: AgentState, config: RunnableConfig) -> Command[Literal["plan
     if stop is not None:
         return Command(goto="__end__", update={**update, "stop_reason": stop, "accepted": stop.startswith("accepted")})
     return Command(goto="planner", update=update)
+
+
+def _first_parent(state: AgentState) -> int | None:
+    """The parent of the round's first idea: the direction an `abandon` leaves."""
+    ideas = state.get("ideas") or []
+    if ideas:
+        return ideas[0]["parent"]
+    start = state.get("start")
+    return start["index"] if start else None

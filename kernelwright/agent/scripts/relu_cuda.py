@@ -72,8 +72,9 @@ __global__ void relu_kernel(const float* x, float* y, int64_t n) {
 BROKEN = _file(_WARP % "" + _LAUNCH % "relu_kernel<<<1, 32, 0, stream>>>(x, y, n);", "kw_demo_relu_cuda_warp")
 FIX = (
     "`step` is not declared: the warp's stride is blockDim.x.\n"
-    "<<<<<<< SEARCH\n    for (int64_t i = threadIdx.x; i < n; i += step)\n=======\n"
-    "    const int64_t step = blockDim.x;\n    for (int64_t i = threadIdx.x; i < n; i += step)\n>>>>>>> REPLACE\n"
+    "<<<<<<< SEARCH\n    for (int64_t i = threadIdx.x; i < n; i += step) y[i] = x[i] > 0.f ? x[i] : 0.f;\n=======\n"
+    "    const int64_t step = blockDim.x;\n"
+    "    for (int64_t i = threadIdx.x; i < n; i += step) y[i] = x[i] > 0.f ? x[i] : 0.f;\n>>>>>>> REPLACE\n"
 )
 HACK = _file(
     _WARP % "const int64_t step = blockDim.x;" + _LAUNCH % "relu_kernel<<<1, 32, 0, stream>>>(x, y, n);",

@@ -39,6 +39,10 @@ def step_text(step: Step | None) -> Text:
     tokens = f", {step.tokens} tokens" if step.tokens else ""
     text = Text(f"round {step.round} · {step.label} · {step.status}{took}{tokens}\n\n", style="bold")
     text.append("\n\n".join(step.detail) if step.detail else "(nothing recorded for this step yet)")
+    if step.status == "running":
+        for stream in step.streams.values():  # the reply being written, live (never in a replay)
+            tail = " ".join(stream.tail.split())
+            text.append(f"\n\n{stream.label}: ~{stream.tokens:,} tokens so far … {tail}", style="dim")
     return text
 
 
