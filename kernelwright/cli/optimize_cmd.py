@@ -34,6 +34,9 @@ _PARAM_FIELDS = {
     "policy": "policy",
     "scripted": "scripted",
     "width": "width",
+    "ideas": "ideas",
+    "seed": "seed",
+    "coder_retries": "coder_retries",
     "price_in": "price_in_per_1k",
     "price_out": "price_out_per_1k",
     "price_cached": "price_cached_in_per_1k",
@@ -172,8 +175,30 @@ def register(app: typer.Typer) -> None:
         ] = None,
         size: Annotated[Size, typer.Option("--size", help="default, or small (quick CPU runs).")] = Size.DEFAULT,
         width: Annotated[
-            int, typer.Option("--width", min=1, help="Candidates sampled per coder step, evaluated as one batch.")
+            int,
+            typer.Option(
+                "--width", min=1, help="Samples the coder draws per idea, all requested at once, judged as one batch."
+            ),
         ] = 1,
+        ideas: Annotated[
+            int,
+            typer.Option(
+                "--ideas",
+                min=1,
+                help="Distinct ideas the planner proposes per round, each from its own parent: the best kernel, "
+                "the best of each technique niche, then correct-but-slower ones with another idea.",
+            ),
+        ] = 1,
+        seed: Annotated[int, typer.Option("--seed", help="Seeds the choice among slower parents (reproducible).")] = 0,
+        coder_retries: Annotated[
+            Optional[int],
+            typer.Option(
+                "--coder-retries",
+                min=0,
+                help="Repair turns per idea: a draft that failed comes back to the coder with the feedback "
+                "mapped onto it (default 2).",
+            ),
+        ] = None,
         policy: Annotated[
             Optional[Policy],
             typer.Option(
@@ -261,6 +286,9 @@ def register(app: typer.Typer) -> None:
             size=size,
             scripted=scripted,
             width=width,
+            ideas=ideas,
+            seed=seed,
+            coder_retries=coder_retries,
             policy=policy,
             price_in_per_1k=price_in,
             price_out_per_1k=price_out,
