@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 
-from kernelwright.agent.prices import Price
+from kernelwright.agent.prices import PRICE_TABLE_DATE, Price, known_price
 from kernelwright.config import Settings
 from kernelwright.errors import UsageError
 from kernelwright.vocabulary import Backend, Device, Policy, Size, StructuredOutput
@@ -249,16 +249,36 @@ class AgentConfig:
         return REASONING_TIMEOUT_S if self.role(role).reasoning_effort else DEFAULT_TIMEOUT_S
 
     def price_for(self, role: Role) -> Price:
-        """The role's prices where its `RoleModel` sets them, else the run's (`--price-in` / `--price-out`)."""
+        """The role's prices where its `RoleModel` sets them, else the run's (`--price-in` /
+        `--price-out`), else the dated table's for its model (`prices.KNOWN_PRICES`), else 0
+        (`cost_uncounted` says so at the start of a run)."""
         spec = self.role(role)
 
         def pick(own: float | None, run: float | None) -> float | None:
             return run if own is None else own
 
-        return Price(
+        given = Price(
             in_per_1k=pick(spec.price_in_per_1k, self.price_in_per_1k) or 0.0,
             out_per_1k=pick(spec.price_out_per_1k, self.price_out_per_1k) or 0.0,
             cached_in_per_1k=pick(spec.price_cached_in_per_1k, self.price_cached_in_per_1k),
+        )
+        if given.in_per_1k or given.out_per_1k or self.scripted:
+            return given
+        return known_price(spec.model) or given
+
+    def cost_uncounted(self) -> str:
+        """Why the cost budget cannot bind (no price for some role's model), or "" when it can."""
+        if self.scripted:
+            return ""
+        missing = sorted(
+            {self.role(r).model for r in ROLES if not (p := self.price_for(r)).in_per_1k and not p.out_per_1k}
+        )
+        if not missing:
+            return ""
+        return (
+            f"no price for {', '.join(missing)}: the cost meter counts $0 and --max-cost cannot stop the run "
+            f"(give --price-in/--price-out or llm_role_prices; the built-in table, {PRICE_TABLE_DATE}, knows "
+            "OpenAI's models)"
         )
 
     @classmethod

@@ -45,6 +45,8 @@ class RunStarted(_Event):
         default_factory=dict,
         description="The run's limits: rounds, tokens, cost_usd, wall_s, gpu_s (None: no limit).",
     )
+    cost_note: str = ""
+    """Why the cost meter cannot count (a model without a price), or ""."""
 
 
 class StepStarted(_Event):

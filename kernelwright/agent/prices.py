@@ -10,6 +10,7 @@ turns them into dollars. Nothing here talks to an endpoint.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -61,3 +62,31 @@ class Usage:
             "cost_usd": self.cost(price),
         }
         return {**totals, **{f"{key}.{role}": value for key, value in totals.items()}}
+
+
+PRICE_TABLE_DATE = "2025-08"
+"""When `KNOWN_PRICES` was read: OpenAI's list prices (USD per 1M tokens, standard tier) then.
+Prices change: a price given in the settings or on the command line always wins."""
+_PER_MILLION: dict[str, tuple[float, float, float | None]] = {
+    # model: (input, output, cached input) USD per 1M tokens
+    "gpt-5": (1.25, 10.00, 0.125),
+    "gpt-5-mini": (0.25, 2.00, 0.025),
+    "gpt-5-nano": (0.05, 0.40, 0.005),
+    "gpt-4.1": (2.00, 8.00, 0.50),
+    "gpt-4.1-mini": (0.40, 1.60, 0.10),
+    "gpt-4.1-nano": (0.10, 0.40, 0.025),
+    "gpt-4o": (2.50, 10.00, 1.25),
+    "gpt-4o-mini": (0.15, 0.60, 0.075),
+    "o3": (2.00, 8.00, 0.50),
+    "o4-mini": (1.10, 4.40, 0.275),
+}
+KNOWN_PRICES: dict[str, Price] = {
+    name: Price(i / 1000, o / 1000, None if c is None else c / 1000) for name, (i, o, c) in _PER_MILLION.items()
+}
+_DATED = re.compile(r"-\d{4}-\d{2}-\d{2}$")
+
+
+def known_price(model: str) -> Price | None:
+    """The table's price for `model` (a dated snapshot, `gpt-4.1-2025-04-14`, is its model's), or None."""
+    name = model.strip().lower().removeprefix("openai/")
+    return KNOWN_PRICES.get(name) or KNOWN_PRICES.get(_DATED.sub("", name))

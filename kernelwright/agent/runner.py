@@ -324,6 +324,7 @@ def _run(config: AgentConfig, parts: RunParts, steering: RunSteering) -> RunOutc
                     "wall_s": config.max_wall_s,
                     "gpu_s": config.max_gpu_s,
                 },
+                cost_note=config.cost_uncounted(),
             )
         )
         try:

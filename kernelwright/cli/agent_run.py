@@ -68,6 +68,8 @@ class HeadlessRenderer:
                 f"[bold]{verb} {e.run_id}[/]{how}: {e.problem} on {e.device}, backend {e.backend}, "
                 f"target: CI lower bound > {e.target:g}x vs {e.target_baseline}"
             )
+            if e.cost_note:
+                self.say(f"  [yellow]cost[/]: {e.cost_note}")
         elif kind == "plan_written":
             expect = f" (expects {e.expected_speedup:g}x)" if e.expected_speedup else ""
             self.say(f"[bold cyan]round {e.round}[/] plan{expect}: {e.plan}")

@@ -47,3 +47,19 @@ def test_flags_cross_a_process_boundary_as_json() -> None:
     assert back == flags and isinstance(back.device, Device) and isinstance(back.policy, Policy)
     with pytest.raises(TypeError):
         RunFlags.from_given({"polcy": "strict"})
+
+
+def test_a_known_model_is_priced_from_the_dated_table_and_a_given_price_wins() -> None:
+    from kernelwright.agent.prices import KNOWN_PRICES
+    from tests.agent.helpers import config
+
+    cfg = config(scripted=None, model="gpt-4.1-2025-04-14")
+    assert cfg.price_for("coder") == KNOWN_PRICES["gpt-4.1"] and cfg.cost_uncounted() == ""
+    given = config(scripted=None, model="gpt-4.1", price_in_per_1k=0.5, price_out_per_1k=1.0)
+    assert given.price_for("planner").in_per_1k == 0.5
+    local = config(scripted=None, model="my-local-coder")
+    assert local.price_for("reviewer").in_per_1k == 0.0
+    assert (
+        "no price for my-local-coder" in local.cost_uncounted() and "--max-cost cannot stop" in local.cost_uncounted()
+    )
+    assert config().cost_uncounted() == ""  # scripted: nothing is billed
