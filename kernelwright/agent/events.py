@@ -114,7 +114,9 @@ class CandidateEvaluated(_Event):
     speedups: dict[str, dict[str, float]] = Field(default_factory=dict)
     beats_target: bool = False
     cached: bool = Field(default=False, description="Result read back from the run folder, not re-evaluated.")
-    parent: int | None = Field(default=None, description="The candidate this one's round started from.")
+    parent: int | None = Field(default=None, description="The candidate this one's idea started from (its parent).")
+    tags: list[str] = Field(default_factory=list, description="Technique tags (its niche in the program database).")
+    idea: str = Field(default="", description="The plan of the idea it implements.")
     gpu_seconds: float = Field(
         default=0.0, description="Device time of its evaluation (correctness, work share, timing)."
     )

@@ -92,6 +92,7 @@ class Candidate:
     message: str = ""
     speedups: dict[str, dict[str, float]] = field(default_factory=dict)
     parent: int | None = None
+    tags: list[str] = field(default_factory=list)
     beats_target: bool = False
     cached: bool = False
     digest: str = ""
@@ -264,6 +265,7 @@ class RunProgress:
         cand.round = e.round
         cand.verdict, cand.reason, cand.message = e.verdict, e.reason, e.message
         cand.speedups, cand.parent, cand.beats_target, cand.cached = e.speedups, e.parent, e.beats_target, e.cached
+        cand.tags = list(getattr(e, "tags", []) or [])
         self.gpu_seconds += e.gpu_seconds
         if e.verdict == "correct" and (self.best is None or cand.score > self.best.score):
             self.best_index = e.index

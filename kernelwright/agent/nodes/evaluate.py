@@ -98,6 +98,8 @@ def evaluate(state: AgentState, config: RunnableConfig) -> Command[Literal["code
                 beats_target=rec["beats_target"],
                 cached=cached,
                 parent=rec["parent"],
+                tags=rec.get("tags") or [],
+                idea=rec.get("idea") or "",
                 gpu_seconds=gpu_seconds(result, cached, cfg.device),
             )
         )

@@ -20,8 +20,9 @@ def _ratio(cand: Candidate, baseline: str) -> str:
 
 
 def label(cand: Candidate, best: int | None) -> str:
-    """`★#5 ✓ correct 2.20x|0.72x`: the speedup against torch.compile, then against eager (the
-    tree's title says so)."""
+    """`★#5 ✓ correct 2.20x|0.72x ·vectorised`: the speedup against torch.compile, then against
+    eager (the tree's title says so), then its niche (technique tags) when it has one; a child
+    sits under the parent its idea started from."""
     star = "★" if cand.index == best else " "
     if cand.verdict == "correct":
         detail = f"{_ratio(cand, 'compile')}|{_ratio(cand, 'eager')}" if cand.speedups else "not timed"
@@ -29,7 +30,8 @@ def label(cand: Candidate, best: int | None) -> str:
         return f"{star}#{cand.index} … judging"
     else:
         detail = cand.reason or ""
-    return f"{star}#{cand.index} {verdict_mark(cand.verdict)} {cand.verdict} {detail}".rstrip()
+    niche = f" ·{'+'.join(t for t in cand.tags if t != 'triton')}" if [t for t in cand.tags if t != "triton"] else ""
+    return f"{star}#{cand.index} {verdict_mark(cand.verdict)} {cand.verdict} {detail}".rstrip() + niche
 
 
 class CandidateTree(Tree[int]):
@@ -49,7 +51,9 @@ class CandidateTree(Tree[int]):
     def show(self, progress: RunProgress) -> None:
         """Rebuild when anything shown changed, keeping the highlighted candidate."""
         cands = progress.ordered_candidates()
-        signature: tuple[object, ...] = tuple((c.index, c.parent, c.verdict, c.reason, c.target_speedup) for c in cands)
+        signature: tuple[object, ...] = tuple(
+            (c.index, c.parent, c.verdict, c.reason, c.target_speedup, tuple(c.tags)) for c in cands
+        )
         signature += (progress.best_index,)
         if signature == self._signature:
             return
