@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.agent import sse_stub
+
 BROKEN_LINE = "for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : zero;"
 DRAFT = (
     '''import torch
@@ -101,38 +103,6 @@ class Engineer:
         return 200, None, coder_reply(prompt), None
 
 
-def _completion(body: dict[str, Any], content: str, call: dict[str, Any] | None) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": content or None}
-    if call is not None:
-        message["tool_calls"] = [{"id": "call_1", "type": "function", "function": call}]
-    return {
-        "id": "chatcmpl-engineer",
-        "object": "chat.completion",
-        "created": 0,
-        "model": body.get("model"),
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if call else "stop"}],
-        "usage": {"prompt_tokens": 1000, "completion_tokens": 200, "total_tokens": 1200},
-    }
-
-
-def _chunks(body: dict[str, Any], content: str, call: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
-    base = {"id": "chatcmpl-engineer", "object": "chat.completion.chunk", "created": 0, "model": body.get("model")}
-    if call is not None:
-        delta: dict[str, Any] = {
-            "role": "assistant",
-            "tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": call}],
-        }
-        yield {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
-    else:
-        for start in range(0, len(content), 200):
-            yield {
-                **base,
-                "choices": [{"index": 0, "delta": {"content": content[start : start + 200]}, "finish_reason": None}],
-            }
-    yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls" if call else "stop"}]}
-    yield {**base, "choices": [], "usage": {"prompt_tokens": 1000, "completion_tokens": 200, "total_tokens": 1200}}
-
-
 @contextmanager
 def serve(engineer: Engineer) -> Iterator[str]:
     """The engineer at a local URL (`http://127.0.0.1:PORT/v1`) for the `with` block."""
@@ -141,28 +111,21 @@ def serve(engineer: Engineer) -> Iterator[str]:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             if not self.path.endswith("/chat/completions"):
-                self._json(404, {})
+                sse_stub.send(self, 404, {}, stream=False)
                 return
             status, error, content, call = engineer.answer(body)
             if error is not None:
-                self._json(status, error)
-            elif body.get("stream"):
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.end_headers()
-                for chunk in _chunks(body, content, call):
-                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                self.wfile.write(b"data: [DONE]\n\n")
-            else:
-                self._json(200, _completion(body, content, call))
-
-        def _json(self, status: int, doc: dict[str, Any]) -> None:
-            data = json.dumps(doc).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+                sse_stub.send(self, status, error, stream=False)
+                return
+            calls = [{"id": "call_1", "type": "function", "function": call}] if call else None
+            doc = sse_stub.completion(
+                str(body.get("model")),
+                content=content or None,
+                tool_calls=calls,
+                finish="tool_calls" if call else "stop",
+                usage={"prompt_tokens": 1000, "completion_tokens": 200, "total_tokens": 1200},
+            )
+            sse_stub.send(self, 200, doc, stream=bool(body.get("stream")))
 
         def log_message(self, *args: Any) -> None:
             pass

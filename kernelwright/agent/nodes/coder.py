@@ -25,7 +25,15 @@ from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import CoderRetry
 from kernelwright.agent.nodes import context
 from kernelwright.agent.nodes.asking import ask_many
-from kernelwright.agent.nodes.common import PROMPTS, describe, messages, started, starting_point, stopped_by_user
+from kernelwright.agent.nodes.common import (
+    PROMPTS,
+    describe,
+    messages,
+    record_of,
+    started,
+    starting_point,
+    stopped_by_user,
+)
 from kernelwright.agent.nodes.edits import read_reply
 from kernelwright.agent.problems import brief, problem_of
 from kernelwright.agent.state import AgentState, CandidateRecord, IdeaRecord, add_usage
@@ -93,15 +101,6 @@ def _base(state: AgentState, parent: CandidateRecord | None, repairing: bool) ->
         return "Starting point", "starting point", "(none yet: write the file from scratch)", "", None
     title = f"Starting point (the base for edits): {describe(parent)}"
     return title, "starting point", f"```python\n{context.source_text(parent)}```", "", Path(parent["path"]).read_text()
-
-
-def record_of(state: AgentState, index: int | None) -> CandidateRecord | None:
-    if index is None:
-        return None
-    origin = state.get("origin")
-    if origin is not None and origin["index"] == index:
-        return origin
-    return next((c for c in state.get("candidates", []) if c["index"] == index), None)
 
 
 def round_ideas(state: AgentState) -> list[IdeaRecord]:

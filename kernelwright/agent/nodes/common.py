@@ -81,6 +81,16 @@ def describe(candidate: CandidateRecord | None) -> str:
     return text
 
 
+def record_of(state: AgentState, index: int | None) -> CandidateRecord | None:
+    """The run's candidate `index` (0: the branch origin or the remembered kernel), or None."""
+    if index is None:
+        return None
+    origin = state.get("origin")
+    if origin is not None and origin["index"] == index:
+        return origin
+    return next((c for c in state.get("candidates", []) if c["index"] == index), None)
+
+
 def starting_point(state: AgentState) -> CandidateRecord | None:
     """What a round starts from: the best correct candidate so far, else the branch origin."""
     return state.get("best") or state.get("origin")

@@ -24,6 +24,7 @@ from kernelwright.agent.nodes.asking import ask_with_tools
 from kernelwright.agent.nodes.common import (
     describe,
     messages,
+    record_of,
     role_tools,
     started,
     stopped_by_user,
@@ -97,7 +98,7 @@ def _plan(state: AgentState, cfg: AgentConfig, deps: Deps, round_: int, hints: l
         origin=state.get("origin"),
         abandoned_parent=state.get("abandoned_parent"),
     )
-    records = [_record(state, c["index"]) for c in choices]
+    records = [record_of(state, c["index"]) for c in choices]
     start = records[0]
     tools = role_tools(state, cfg)
     answer = Template(ONE_IDEA if cfg.ideas == 1 else N_IDEAS).safe_substitute(
@@ -183,15 +184,6 @@ def _ask(
     if ideas is None:
         return [Plan(plan=raw.strip()[:1500])], usage
     return list(ideas.ideas[: cfg.ideas]), usage
-
-
-def _record(state: AgentState, index: int | None) -> CandidateRecord | None:
-    if index is None:
-        return None
-    origin = state.get("origin")
-    if origin is not None and origin["index"] == index:
-        return origin
-    return next((c for c in state.get("candidates", []) if c["index"] == index), None)
 
 
 def _parent_name(idea: IdeaRecord) -> str:
