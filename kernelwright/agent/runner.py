@@ -222,6 +222,9 @@ def summary_of(config: AgentConfig, state: AgentState, stop_reason: str, finishe
         "candidates": list(state.get("candidates", [])),
         "lessons": list(state.get("lessons", [])),
         "usage": dict(state.get("usage", {})),
+        "profiles": dict(state.get("profiles", {})),  # the digests by candidate index (`runs export`)
+        "history": list(state.get("history", [])),  # one line per round: its idea, outcome and why
+        "ideas": list(state.get("idea_log", [])),  # every round's ideas, parents and why each parent
     }
 
 

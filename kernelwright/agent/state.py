@@ -89,6 +89,8 @@ class AgentState(TypedDict, total=False):
     """Which idea each draft implements (same order as `drafts`)."""
     ideas: list[IdeaRecord]
     """This round's ideas; `plan` is the first one's (`--ideas N`, default 1)."""
+    idea_log: Annotated[list[dict[str, Any]], operator.add]
+    """Every round's ideas with their parents and why each parent was chosen (the search's record)."""
     abandoned_parent: int | None
     """The parent of the direction the reviewer abandoned last round: not the next first parent."""
     coder_feedback: str

@@ -109,6 +109,14 @@ def test_a_correct_but_slower_candidate_becomes_a_parent_and_leads_to_the_winner
     coder_prompts = [str(p[-1].content) for p in session.prompts["coder"]]
     assert "Starting point (the base for edits): candidate 2" in coder_prompts[3]
     assert outcome.state["ideas"][1]["why"] == "the best of the plain niche"
+    log = outcome.state["idea_log"]
+    assert [entry["round"] for entry in log] == [1, 2] and log[0]["ideas"][0][
+        "why"
+    ] == "no correct candidate yet: from scratch"
+    import json
+
+    summary = json.loads((cfg.run_dir / "summary.json").read_text())
+    assert summary["ideas"][1]["ideas"][1]["parent"] == 2
 
 
 def test_width_4_has_its_4_coder_requests_in_flight_at_once(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -158,6 +158,7 @@ def _plan(state: AgentState, cfg: AgentConfig, deps: Deps, round_: int, hints: l
             "plan": text,
             "plan_expected_speedup": expected,
             "ideas": ideas,
+            "idea_log": [{"round": round_, "ideas": list(ideas)}],
             "attempt": 0,
             "coder_feedback": "",
             "repair": None,
