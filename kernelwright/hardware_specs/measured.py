@@ -12,15 +12,16 @@ Method (about 0.5 s on a 2-core machine; the timed repeats stop early past `BUDG
   than the last-level cache of common server CPUs, so the copy runs from DRAM.
 - Compute: `a @ b` of two square fp32 matrices (1024, or 2048 with more than 8 threads so every
   thread has work); one warm-up, then up to `REPEATS` timed products; 2 N^3 flop each.
-Each figure is the median of its repeats. They are machine readings, noisy by some percent:
-good for a roofline, not for asserting exact values.
+Each figure is the fastest of its repeats: a ceiling is the most the machine was seen to do, and
+other work on the machine only ever slows a repeat down. They are machine readings, low by as much
+as the machine was busy while they ran: good for a roofline, not for asserting exact values (the
+agent says so when a reference runs faster than the speed of light they imply).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,8 +53,8 @@ class CpuCeilings:
         return f"measured on this CPU: {self.threads} threads, fp32 matmul {self.matmul_n}x{self.matmul_n}"
 
 
-def _median_seconds(fn: Callable[[], object], budget_s: float) -> tuple[float, int]:
-    """Median wall time of `fn` over up to REPEATS calls after one warm-up (at least one timed call)."""
+def _best_seconds(fn: Callable[[], object], budget_s: float) -> tuple[float, int]:
+    """Fastest wall time of `fn` over up to REPEATS calls after one warm-up (at least one timed call)."""
     fn()
     deadline = time.perf_counter() + budget_s
     times: list[float] = []
@@ -61,7 +62,7 @@ def _median_seconds(fn: Callable[[], object], budget_s: float) -> tuple[float, i
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
-    return statistics.median(times), len(times)
+    return min(times), len(times)
 
 
 def _copy_seconds(numel: int) -> tuple[float, int]:
@@ -69,7 +70,7 @@ def _copy_seconds(numel: int) -> tuple[float, int]:
 
     src = torch.ones(numel, dtype=torch.float32)  # filled: pages are touched before the timing
     dst = torch.zeros(numel, dtype=torch.float32)
-    return _median_seconds(lambda: dst.copy_(src), BUDGET_S["copy"])
+    return _best_seconds(lambda: dst.copy_(src), BUDGET_S["copy"])
 
 
 def _matmul_seconds(n: int) -> tuple[float, int]:
@@ -77,7 +78,7 @@ def _matmul_seconds(n: int) -> tuple[float, int]:
 
     a = torch.randn(n, n, dtype=torch.float32)
     b = torch.randn(n, n, dtype=torch.float32)
-    return _median_seconds(lambda: torch.mm(a, b), BUDGET_S["matmul"])
+    return _best_seconds(lambda: torch.mm(a, b), BUDGET_S["matmul"])
 
 
 @functools.cache

@@ -311,3 +311,12 @@ def test_the_wall_time_budget_counts_every_session_of_a_resumed_run() -> None:
     again = ScriptedSession(script)  # type: ignore[arg-type]
     outcome = runner.run(cfg, runner.RunParts(models(again), Slow(), scripted=again), runner.RunSteering(resume=True))  # type: ignore[arg-type]
     assert outcome.stop_reason.startswith("budget: wall time") and outcome.state["round"] == 1
+
+
+def test_a_reference_faster_than_the_speed_of_light_says_the_ceiling_was_read_low() -> None:
+    """A busy machine measures its CPU ceilings low; the prompt must not call that the room."""
+    honest = {"context": {"baseline_ms": {"eager": 30.0, "compile": 20.0}, "sol_s": 0.010}}
+    assert "2.0x the speed of light: that is the room" in context.times_text(honest, None)  # type: ignore[arg-type]
+    low = {"context": {"baseline_ms": {"eager": 30.0, "compile": 20.0}, "sol_s": 0.1}}
+    text = context.times_text(low, None)  # type: ignore[arg-type]
+    assert "faster than it" in text and "do not trust the speed of light" in text and "that is the room" not in text

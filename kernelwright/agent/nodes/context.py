@@ -113,8 +113,14 @@ def times_text(state: AgentState, parent: CandidateRecord | None) -> str:
                 text += f"; {ms / 1e3 / sol_s:.1f}x the speed of light"
             lines.append(text + ".")
     if sol_s and baselines:
-        best_ref = min(baselines.values())
-        lines.append(f"The faster baseline is at {best_ref / 1e3 / sol_s:.1f}x the speed of light: that is the room.")
+        room = min(baselines.values()) / 1e3 / sol_s
+        if room < 1.0:  # nothing runs faster than the speed of light: a ceiling was read low
+            lines.append(
+                f"The faster baseline runs at {room:.2f}x the speed of light, faster than it: a ceiling above was "
+                "measured low (a busy machine?), so do not trust the speed of light as a bound here."
+            )
+        else:
+            lines.append(f"The faster baseline is at {room:.1f}x the speed of light: that is the room.")
     return "\n".join(lines)
 
 
