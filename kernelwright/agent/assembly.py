@@ -18,6 +18,8 @@ from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import Evaluator, Memory, Profiler
 from kernelwright.agent.runner import RunParts, open_memory
 from kernelwright.agent.scripted import ScriptedSession
+from kernelwright.batch.eval_pool import EvalPool, device_slots
+from kernelwright.batch.spec import JudgeSpec
 from kernelwright.config import Settings
 from kernelwright.harness.options import TimingPlan
 from kernelwright.problems import resolve_problem
@@ -37,8 +39,28 @@ class PartsSource(Protocol):
 
 
 @contextlib.contextmanager
-def harness_session(config: AgentConfig, settings: Settings) -> Iterator[Evaluator]:
-    """The run's EvalSession (warm: the next worker starts while the LLM writes)."""
+def harness_session(config: AgentConfig, settings: Settings, *, cpu_devices: int = 1) -> Iterator[Evaluator]:
+    """The run's evaluator, warm (the next worker starts while the LLM writes): one EvalSession
+    on one GPU or the CPU; with several visible GPUs (or `cpu_devices` > 1 on the CPU), an
+    `EvalPool` of one session per device, judging a step's candidates side by side."""
+    problem = resolve_problem(config.problem)
+    slots = device_slots(config.device, cpu_devices=cpu_devices, threads=config.num_threads)
+    if len(slots) > 1:
+        spec = JudgeSpec.from_settings(
+            settings,
+            config.device,
+            size=config.size,
+            timing=config.timing,
+            policy=config.policy,
+            time_cap_s=config.timing_cap_s,
+            parallel_builds=1,
+            build_ahead=0,
+            open_ahead=False,
+        )
+        log_dir = config.run_dir / "eval-devices"
+        with EvalPool(problem, spec, slots, log_dir, out_dir=config.run_dir / "evidence") as pool:
+            yield pool
+        return
     plan = TimingPlan(time_cap_s=config.timing_cap_s) if config.timing_cap_s else None
     opts = eval_options(
         settings,
@@ -50,7 +72,7 @@ def harness_session(config: AgentConfig, settings: Settings) -> Iterator[Evaluat
         num_threads=config.num_threads,
         out_dir=config.run_dir / "evidence",
     )
-    with open_session(resolve_problem(config.problem), opts, warm=True) as session:
+    with open_session(problem, opts, warm=True) as session:
         yield session
 
 

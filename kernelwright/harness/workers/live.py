@@ -12,7 +12,8 @@ import contextlib
 import os
 import signal
 import threading
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 
@@ -23,6 +24,7 @@ class Killable(Protocol):
 _LIVE: set[Killable] = set()
 _LIVE_LOCK = threading.Lock()
 _INTERRUPTED = threading.Event()  # set by interrupt(): no new worker starts
+_GATE: Callable[[], AbstractContextManager[object]] | None = None  # held by every quiet phase (set_quiet_gate)
 
 
 def add(worker: Killable) -> None:
@@ -138,6 +140,15 @@ def resume() -> None:
     _INTERRUPTED.clear()
 
 
+def set_quiet_gate(gate: Callable[[], AbstractContextManager[object]] | None) -> None:
+    """Have every quiet phase of this process (`quiet`) enter `gate()` first and leave it last
+    (None: none). `quiet` pauses only this process's workers; sessions in other processes that
+    share its cores (the agent's evaluation pool on the CPU, `batch/eval_pool.py`) pass a gate
+    they all share, so their timing phases run one at a time."""
+    global _GATE
+    _GATE = gate
+
+
 @contextlib.contextmanager
 def quiet(keep: object) -> Iterator[int]:
     """Stop every other live worker of this process, with everything it started (compilers, a
@@ -148,12 +159,14 @@ def quiet(keep: object) -> Iterator[int]:
     /proc however many workers), and exactly the processes stopped are continued at the end, on
     an error or interrupt too, without reading /proc again. Phases that overlap each continue, at
     their end, everything they stopped, whether or not another phase stopped it too."""
-    with _LIVE_LOCK:
-        workers = [w for w in _LIVE if w is not keep and getattr(w, "pausable", True)]
-    pids: list[int] = [pid for w in workers if isinstance(pid := getattr(w, "pid", None), int)]
-    stopped: list[int] = []
-    try:
-        stop_trees(pids, into=stopped)
-        yield len(pids)
-    finally:
-        cont(stopped)
+    gate = _GATE
+    with gate() if gate is not None else contextlib.nullcontext():
+        with _LIVE_LOCK:
+            workers = [w for w in _LIVE if w is not keep and getattr(w, "pausable", True)]
+        pids: list[int] = [pid for w in workers if isinstance(pid := getattr(w, "pid", None), int)]
+        stopped: list[int] = []
+        try:
+            stop_trees(pids, into=stopped)
+            yield len(pids)
+        finally:
+            cont(stopped)
