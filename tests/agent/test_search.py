@@ -109,6 +109,11 @@ def test_a_correct_but_slower_candidate_becomes_a_parent_and_leads_to_the_winner
     coder_prompts = [str(p[-1].content) for p in session.prompts["coder"]]
     assert "Starting point (the base for edits): candidate 2" in coder_prompts[3]
     assert outcome.state["ideas"][1]["why"] == "the best of the plain niche"
+    history = outcome.state["history"]
+    assert len(history) == 4 and history[0].startswith("r1: [1] vectorise with float4 -> c1 correct 0.90x")
+    assert history[1].startswith("r1: [2] a plain row loop -> c2 correct 0.60x")  # every idea is told
+    reviewed = str(session.prompts["reviewer"][1][-1].content)
+    assert "idea 2 (from candidate 2): block the plain loop by rows" in reviewed
     log = outcome.state["idea_log"]
     assert [entry["round"] for entry in log] == [1, 2] and log[0]["ideas"][0][
         "why"

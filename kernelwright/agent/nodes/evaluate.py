@@ -87,7 +87,7 @@ def evaluate(state: AgentState, config: RunnableConfig) -> Command[Literal["code
         rec["idea"] = idea["plan"]
         rec["tags"] = techniques.tags(paths[offset].read_text(), idea["plan"])
         records.append(rec)
-        remember.record(cfg, deps, rec, source=paths[offset].read_text(), plan=state.get("plan", ""))
+        remember.record(cfg, deps, rec, source=paths[offset].read_text(), plan=idea["plan"])
         deps.events.emit(
             CandidateEvaluated(
                 index=rec["index"],

@@ -55,10 +55,17 @@ def reviewer(state: AgentState, config: RunnableConfig) -> Command[Literal["plan
     round_ = state.get("round", 0)
     outcome = outcome_text(state)
     tools = role_tools(state, cfg)
+    ideas = state.get("ideas") or []
+    plan_text = state.get("plan", "")
+    if len(ideas) > 1:
+        plan_text = "\n".join(
+            f"idea {i} (from {'scratch' if d['parent'] is None else 'candidate ' + str(d['parent'])}): {d['plan']}"
+            for i, d in enumerate(ideas, 1)
+        )
     prompt = messages(
         "reviewer",
         round=round_,
-        plan=state.get("plan", ""),
+        plan=plan_text,
         outcome=outcome,
         profile=state.get("profile_note") or "(no profile)",
         best=describe(state.get("best")),
@@ -73,16 +80,10 @@ def reviewer(state: AgentState, config: RunnableConfig) -> Command[Literal["plan
     remember.annotate(cfg, deps, this_round, lesson=review.lesson)
     best = state.get("best")
     improved = best is not None and best["round"] == round_
-    summary = context.round_line(
-        round_,
-        state.get("plan", ""),
-        context.outcome_short(state.get("last_candidate")),
-        review.decision,
-        review.feedback,
-    )
+    summary = _round_lines(state, round_, review)
     update = {
         "lessons": [review.lesson] if review.lesson else [],
-        "history": [summary],
+        "history": summary,
         "elapsed_s": time.monotonic() - deps.started,
         "abandoned": [state.get("plan", "")] if review.decision == "abandon" and state.get("plan") else [],
         "abandoned_parent": _first_parent(state) if review.decision == "abandon" else None,
@@ -105,3 +106,26 @@ def _first_parent(state: AgentState) -> int | None:
         return ideas[0]["parent"]
     start = state.get("start")
     return start["index"] if start else None
+
+
+def _round_lines(state: AgentState, round_: int, review: Review) -> list[str]:
+    """The round in the run's memory: one line, or with several ideas one line per idea (its
+    plan and its best candidate), so the planner is told what every idea tried."""
+    ideas = state.get("ideas") or []
+    if len(ideas) <= 1:
+        outcome = context.outcome_short(state.get("last_candidate"))
+        return [context.round_line(round_, state.get("plan", ""), outcome, review.decision, review.feedback)]
+    mine = [c for c in state.get("candidates", []) if c["round"] == round_]
+    lines = []
+    for number, idea in enumerate(ideas, 1):
+        own = [c for c in mine if c.get("idea") == idea["plan"] and c["parent"] == idea["parent"]]
+        correct = [c for c in own if c["verdict"] == "correct"]
+        shown = max(correct, key=budget.score) if correct else (own[-1] if own else None)
+        outcome = context.outcome_short(shown) if shown is not None else "no candidate"
+        decision = review.decision if number == 1 else ""
+        lines.append(
+            context.round_line(
+                round_, f"[{number}] {idea['plan']}", outcome, decision, review.feedback if number == 1 else ""
+            )
+        )
+    return lines
