@@ -16,6 +16,7 @@ sources are shown in full up to a documented budget with a marker for what is le
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from pathlib import Path
 from typing import Any
@@ -63,27 +64,32 @@ def source_text(record: CandidateRecord, limit: int = SOURCE_CHARS) -> str:
 def measure(cfg: AgentConfig, deps: Deps) -> dict[str, Any]:
     """The run's context, measured once: hardware block, speed of light, the baselines' medians."""
     from kernelwright.hardware_specs.brief import hardware_brief
+    from kernelwright.harness.workers import live
     from kernelwright.profiler.speed_of_light import speed_of_light
 
     context: dict[str, Any] = {"hardware": "", "speed_of_light": "", "sol_s": None, "baseline_ms": {}, "notes": []}
-    try:
-        context["hardware"] = hardware_brief(str(cfg.device))
-    except Exception as exc:  # a machine we cannot read is no reason to stop the run
-        log.debug("hardware brief failed", exc_info=True)
-        context["notes"].append(f"hardware block unavailable: {exc}")
-    try:
-        sol = speed_of_light(problem_of(cfg.problem), str(cfg.size), str(cfg.device))
-        context["speed_of_light"], context["sol_s"] = sol.text(), sol.time_s
-    except Exception as exc:
-        log.debug("speed of light failed", exc_info=True)
-        context["notes"].append(f"speed of light unavailable: {exc}")
     timed = getattr(deps.evaluator, "baseline_ms", None)
-    if callable(timed) and cfg.timing:
+    if callable(timed) and cfg.timing:  # first: it waits for the reference and its timed baselines
         try:
             context["baseline_ms"] = {str(k): float(v) for k, v in timed().items()}
         except Exception as exc:
             log.debug("baseline times failed", exc_info=True)
             context["notes"].append(f"the reference's times are unavailable before the first candidate: {exc}")
+    # A CPU's ceilings are measured here: the session's workers (the spare warming up) are paused
+    # meanwhile, as for a timing phase, or they would be read low. Nothing is timed now.
+    quiet = live.quiet(keep=None) if str(cfg.device) == "cpu" else contextlib.nullcontext()
+    with quiet:
+        try:
+            context["hardware"] = hardware_brief(str(cfg.device))
+        except Exception as exc:  # a machine we cannot read is no reason to stop the run
+            log.debug("hardware brief failed", exc_info=True)
+            context["notes"].append(f"hardware block unavailable: {exc}")
+        try:
+            sol = speed_of_light(problem_of(cfg.problem), str(cfg.size), str(cfg.device))
+            context["speed_of_light"], context["sol_s"] = sol.text(), sol.time_s
+        except Exception as exc:
+            log.debug("speed of light failed", exc_info=True)
+            context["notes"].append(f"speed of light unavailable: {exc}")
     return context
 
 
