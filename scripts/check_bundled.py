@@ -81,14 +81,15 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--problems", help="comma-separated problem names (default: every one with cases)")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per eval call")
-    parser.add_argument("--json", type=Path, help="write every run's rows here")
+    parser.add_argument("--json", type=Path, help="write every run's rows here (rewritten after each eval call)")
+    parser.add_argument("--first-run", type=int, default=1, help="number the runs from here (a check split in pieces)")
     args = parser.parse_args()
     only = set(args.problems.split(",")) if args.problems else None
     todo = plan(args.device, only)
     record: list[dict] = []
     bad: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     judged = 0
-    for run in range(1, args.runs + 1):
+    for run in range(args.first_run, args.first_run + args.runs):
         for problem, policy, size in todo:
             code, rows, seconds = judge_run(problem, policy, size, args.device, args.timeout)
             judged += len(rows)
@@ -100,14 +101,16 @@ def main() -> int:
                 f"{len(wrong)} not as expected {seconds:6.1f} s",
                 flush=True,
             )
+            for r in wrong:
+                print(f"    {r['case']}: got {r['got']}, expected {r.get('expected')}", flush=True)
             record.append({"run": run, "problem": problem, "policy": policy, "size": size, "exit": code, "rows": rows})
+            if args.json:  # after each call: a piece cut short by its time limit keeps what it did
+                args.json.write_text(json.dumps(record, indent=1))
     print(
         f"\n{args.runs} runs, {judged} case evaluations, {sum(sum(c.values()) for c in bad.values())} not as expected"
     )
     for case, got in sorted(bad.items()):
         print(f"  {case}: " + "; ".join(f"{n}x {what}" for what, n in got.items()))
-    if args.json:
-        args.json.write_text(json.dumps(record, indent=1))
     return 1 if bad else 0
 
 

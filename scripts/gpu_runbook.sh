@@ -22,8 +22,13 @@
 #           candidate and the ncu tests (builds through the trusted build step)
 #   batch   issue #16: judge the level-1 slice (benchmarks/level1_cuda) against its expected
 #           verdicts, then 100 candidates through `batch judge` with the breakdown
+#   bundled issue #27: every bundled CUDA/Triton case judged RUNS times (default 3; FIRST_RUN
+#           numbers them, for a check split in pieces) against the manifest, rows in $OUT
+#   search  issues #30/#31: `optimize --backend triton` end to end with the scripted Triton session
+#           at the default size (every prompt written to $OUT/prompts; the coder's round-1 prompt
+#           printed), then the agent's evaluation pool on every visible GPU
 set -uo pipefail
-phase=${1:?usage: scripts/gpu_runbook.sh core|agent|speed|ipc|sandbox|batch}
+phase=${1:?usage: scripts/gpu_runbook.sh core|agent|speed|ipc|sandbox|batch|bundled|search}
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 KERNELWRIGHT_HOME=/tmp/kwhome
@@ -94,8 +99,21 @@ batch)
     timeout 280 python3 scripts/bench_batch.py --device cuda --from-slice benchmarks/level1_cuda --n 100 \
         --cold-builds --out "$OUT/bench-batch" --json "$OUT/bench-batch.json" 2>&1 | tee "$OUT/batch-bench.log" | tail -30
     ;;
+bundled)
+    timeout "${BUNDLED_S:-560}" python3 scripts/check_bundled.py --device cuda --runs "${RUNS:-3}" --first-run "${FIRST_RUN:-1}" \
+        --timeout 400 --json "$OUT/bundled-cuda-${FIRST_RUN:-1}.json" 2>&1 | tee "$OUT/bundled-cuda-${FIRST_RUN:-1}.log" | tail -40
+    ;;
+search)
+    start=$(date +%s)
+    timeout 330 python3 scripts/show_prompts.py relu --scripted relu-triton --backend triton --device cuda \
+        --size default --rounds 2 --out "$OUT/prompts" 2>&1 | tee "$OUT/search-triton.log" | tail -120
+    echo "triton run: $(( $(date +%s) - start )) s (exit ${PIPESTATUS[0]})" | tee -a "$OUT/search-triton.log"
+    timeout 200 "${pytest_gpu[@]}" -m gpu -s --timeout 190 \
+        tests/batch/test_batch_gpu.py::test_eval_pool_judges_on_every_visible_gpu_at_the_default_size 2>&1 \
+        | tee "$OUT/search-pool.log" | tail -15
+    ;;
 *)
-    echo "unknown phase $phase (core, agent, speed, ipc, sandbox, batch)" >&2
+    echo "unknown phase $phase (core, agent, speed, ipc, sandbox, batch, bundled, search)" >&2
     exit 2
     ;;
 esac

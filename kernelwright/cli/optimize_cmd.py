@@ -239,7 +239,8 @@ def register(app: typer.Typer) -> None:
         scripted: Annotated[
             Optional[str],
             typer.Option(
-                "--scripted", help="Use a scripted LLM session shipped with kernelwright (relu-cpu, relu-cuda)."
+                "--scripted",
+                help="Use a scripted LLM session shipped with kernelwright (relu-cpu, relu-cuda, relu-triton).",
             ),
         ] = None,
         no_memory: Annotated[

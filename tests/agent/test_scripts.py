@@ -1,7 +1,7 @@
 """The scripted sessions shipped for `kernelwright demo` are well-formed: every coder reply holds
 a parseable ModelNew file of the right backend, or edits that apply to the draft before it (a
 repair turn's base), and the hack is visible to the static checks.
-(The CPU session runs for real in test_agent_demo.py; the CUDA one needs a GPU.)"""
+(The CPU session runs for real in test_agent_demo.py; the CUDA and Triton ones need a GPU.)"""
 
 from __future__ import annotations
 
@@ -12,12 +12,14 @@ from kernelwright.agent.scripts import SCRIPTS
 from kernelwright.harness.checks.static.analysis import analyze_candidate
 
 
-@pytest.mark.parametrize(("name", "backend"), [("relu-cpu", "cpp"), ("relu-cuda", "cuda")])
-def test_scripted_sessions_are_well_formed(name: str, backend: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "backend", "rounds"), [("relu-cpu", "cpp", 4), ("relu-cuda", "cuda", 4), ("relu-triton", "triton", 2)]
+)
+def test_scripted_sessions_are_well_formed(name: str, backend: str, rounds: int) -> None:
     session = SCRIPTS[name]()
     coder = session.script["coder"]
     assert len(coder) == len(session.expected_verdicts)
-    assert len(session.script["planner"]) == len(session.script["reviewer"]) == 4
+    assert len(session.script["planner"]) == len(session.script["reviewer"]) == rounds
     draft: str | None = None
     for reply, expected in zip(coder, session.expected_verdicts, strict=True):
         assert isinstance(reply, str)
