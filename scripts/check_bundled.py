@@ -71,7 +71,11 @@ def judge_run(problem: str, policy: str, size: str, device: str, timeout_s: int)
         reason = r.get("reason")
         ok = r["verdict"] == e.expected if e.suite == "oracle" else e.accepts(r["verdict"], reason)
         case = str(e.path.relative_to(e.path.parents[1]))
-        rows.append({"case": case, "ok": ok, "got": f"{r['verdict']}/{reason}", "expected": f"{e.expected}/{e.reason}"})
+        row = {"case": case, "ok": ok, "got": f"{r['verdict']}/{reason}", "expected": f"{e.expected}/{e.reason}"}
+        if not ok:  # what the harness said, to tell a flake's cause
+            row["message"] = str(r.get("message", ""))[:600]
+            row["flags"] = [f.get("code") for f in r.get("flags", [])]
+        rows.append(row)
     return proc.returncode, rows, seconds
 
 
@@ -102,7 +106,7 @@ def main() -> int:
                 flush=True,
             )
             for r in wrong:
-                print(f"    {r['case']}: got {r['got']}, expected {r.get('expected')}", flush=True)
+                print(f"    {r['case']}: got {r['got']}, expected {r.get('expected')}: {r.get('message')}", flush=True)
             record.append({"run": run, "problem": problem, "policy": policy, "size": size, "exit": code, "rows": rows})
             if args.json:  # after each call: a piece cut short by its time limit keeps what it did
                 args.json.write_text(json.dumps(record, indent=1))

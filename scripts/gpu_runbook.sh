@@ -23,7 +23,7 @@
 #   batch   issue #16: judge the level-1 slice (benchmarks/level1_cuda) against its expected
 #           verdicts, then 100 candidates through `batch judge` with the breakdown
 #   bundled issue #27: every bundled CUDA/Triton case judged RUNS times (default 3; FIRST_RUN
-#           numbers them, for a check split in pieces) against the manifest, rows in $OUT
+#           numbers them, for a check split in pieces; PROBLEMS=a,b limits it) against the manifest
 #   search  issues #30/#31: `optimize --backend triton` end to end with the scripted Triton session
 #           at the default size (every prompt written to $OUT/prompts; the coder's round-1 prompt
 #           printed), then the agent's evaluation pool on every visible GPU
@@ -31,7 +31,7 @@ set -uo pipefail
 phase=${1:?usage: scripts/gpu_runbook.sh core|agent|speed|ipc|sandbox|batch|bundled|search}
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 KERNELWRIGHT_HOME=/tmp/kwhome
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 KERNELWRIGHT_HOME=${KERNELWRIGHT_HOME:-/tmp/kwhome}
 python3 -m pip install -q --no-index --find-links .wheelhouse -r .wheelhouse/requirements.txt || exit 5
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 pytest_gpu=(python3 -m pytest -p no:benchmark -o addopts="" -rA)
@@ -101,7 +101,7 @@ batch)
     ;;
 bundled)
     timeout "${BUNDLED_S:-560}" python3 scripts/check_bundled.py --device cuda --runs "${RUNS:-3}" --first-run "${FIRST_RUN:-1}" \
-        --timeout 400 --json "$OUT/bundled-cuda-${FIRST_RUN:-1}.json" 2>&1 | tee "$OUT/bundled-cuda-${FIRST_RUN:-1}.log" | tail -40
+        ${PROBLEMS:+--problems "$PROBLEMS"} --timeout 400 --json "$OUT/bundled-cuda-${FIRST_RUN:-1}.json" 2>&1 | tee "$OUT/bundled-cuda-${FIRST_RUN:-1}.log" | tail -40
     ;;
 search)
     start=$(date +%s)
