@@ -196,6 +196,11 @@ class UsageUpdated(_Event):
     cached_tokens: int = Field(default=0, description="Of input_tokens: read from the provider's prompt cache.")
     reasoning_tokens: int = Field(default=0, description="Of output_tokens: spent by a reasoning model thinking.")
     sample: int = Field(default=0, description="Which of the step's concurrent samples (0: the only one).")
+    temperature: float | None = Field(
+        default=None,
+        description="The temperature the request was drawn at (`sampling.temperature_schedule`); None: the "
+        "model's default (none set, or the endpoint refused it).",
+    )
 
 
 class TokensStreamed(_Event):

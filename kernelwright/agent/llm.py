@@ -38,7 +38,7 @@ import httpx
 import openai
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, message_chunk_to_message
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from kernelwright.agent import mending
@@ -171,12 +171,18 @@ def _piece_text(piece: AIMessageChunk) -> str:
     return piece.text + args
 
 
-async def _stream(runnable: Runnable[Any, Any], prompt: list[BaseMessage], watch: Watcher | None) -> Reply:
+async def _stream(
+    runnable: Runnable[Any, Any],
+    prompt: list[BaseMessage],
+    watch: Watcher | None,
+    metadata: dict[str, Any] | None = None,
+) -> Reply:
     merged: AIMessageChunk | None = None
     whole: AIMessage | None = None
     finish: str | None = None
     chars, tail = 0, ""
-    async for piece in runnable.astream(prompt):
+    config = RunnableConfig(metadata=metadata) if metadata else None
+    async for piece in runnable.astream(prompt, config):
         if isinstance(piece, AIMessageChunk):
             merged = piece if merged is None else merged + piece
             finish = piece.response_metadata.get("finish_reason") or finish
@@ -213,10 +219,13 @@ async def acall(
     bind: Bind | None = None,
     compress: Compress | None = None,
     watch: Watcher | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> Outcome:
     """One call of `role`'s model, streamed and mended (see the module's docstring). `bind` makes
     the runnable from the model (tools, structured output), again after each mending; `compress`
-    shortens a prompt the model's context cannot hold (None: such a prompt ends the call)."""
+    shortens a prompt the model's context cannot hold (None: such a prompt ends the call);
+    `metadata` goes in the RunnableConfig of every request (callbacks and the scripted model read
+    it; the endpoint never sees it: `sampling.py`)."""
     endpoint, then = config.base_url or DEFAULT_ENDPOINT, f"resume with --resume {config.run_id}"
     base, prompt = model, list(messages)
     roomier: BaseChatModel | None = None
@@ -234,7 +243,7 @@ async def acall(
         current = roomier or base
         requests += 1
         try:
-            reply = await _stream(bind(current) if bind else current, prompt, watch)
+            reply = await _stream(bind(current) if bind else current, prompt, watch, metadata)
         except (openai.APIError, httpx.TransportError, TimeoutError) as exc:
             param = mending.refused_parameter(exc)
             lighter = mending.without(base, param) if param and param not in dropped else None

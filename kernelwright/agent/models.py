@@ -19,6 +19,6 @@ def make_models(config: AgentConfig) -> tuple[dict[str, Any], ScriptedSession | 
         factory = SCRIPTS.get(config.scripted)
         if factory is None:
             raise UsageError(f"no scripted session {config.scripted!r}; known: {', '.join(SCRIPTS)}")
-        session = factory()
-        return {role: session.model(role) for role in ROLES}, session
+        session = factory()  # at the roles' temperatures, so a scripted run shows the sampling schedule
+        return {role: session.model(role, config.role(role).temperature) for role in ROLES}, session
     return {role: chat_model(config, role) for role in ROLES}, None

@@ -15,6 +15,15 @@ so requests sent together (`asyncio.gather`) get the script's replies in the ord
 whatever order they finish in; then it waits the reply's delay (`ScriptedSession.delay_s`, or
 `slow(reply, seconds)` for one reply) and yields the reply in pieces, so concurrency and live
 token counts are visible. `cut(text)` is a reply that ends at max_tokens (finish_reason "length").
+
+A script may also key a reply to one coder sample: `keyed(round, idea, sample, reply, turn=1)` in
+a role's list answers the request whose metadata names that `SampleKey` (`sampling.py`: the coder
+names every request), whenever it comes, and nothing else; a request no keyed reply matches takes
+the next ordered reply, so plain ordered scripts work as they always did. A keyed reply is a pure
+function of its key: the same run gives each sample the same reply however its requests are
+ordered or interleaved, and a resumed run that asks for a key again gets the same reply again.
+(A resumed run skips as many ordered replies as its checkpoint counts requests of the role, keyed
+ones included: key a role's replies all or none if its runs are resumed.)
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +42,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, RunnableMap
 from pydantic import BaseModel, ConfigDict
 
+from kernelwright.agent.sampling import SampleKey, key_of
 from kernelwright.errors import ExitCode, KernelwrightError
 
 CHARS_PER_TOKEN = 4
@@ -79,6 +89,20 @@ def slow(reply: Reply, seconds: float) -> Slow:
     return Slow(reply, seconds)
 
 
+@dataclass(frozen=True)
+class Keyed:
+    """A reply for one coder sample only (`keyed(...)`), chosen by the request's key, not its order."""
+
+    key: SampleKey
+    reply: Reply
+
+
+def keyed(round_: int, idea: int, sample: int, reply: Reply, *, turn: int = 1) -> Keyed:
+    """The reply to sample `sample` of idea `idea` in round `round_` (all from 1), on the round's
+    coder turn `turn` (1: its first drafts; each repair or retry of the round the next)."""
+    return Keyed(SampleKey(round_, idea, sample, turn), reply)
+
+
 def cut(text: str) -> AIMessage:
     """A scripted reply cut at max_tokens: the text so far, finish_reason "length"."""
     return AIMessage(content=text, response_metadata={"finish_reason": "length"})
@@ -96,25 +120,40 @@ def tool_calls(*calls: tuple[str, dict[str, Any]]) -> AIMessage:
 
 @dataclass
 class ScriptedSession:
-    """The script of one run: replies per role, consumed in order, and every prompt received."""
+    """The script of one run: replies per role, consumed in order (or chosen by key: `keyed`), and
+    every prompt received."""
 
-    script: dict[str, list[Reply]]
+    script: Mapping[str, Sequence[Reply | Keyed]]
     name: str = "scripted"
     expected_verdicts: list[str] = field(default_factory=list)
     prompts: dict[str, list[list[BaseMessage]]] = field(default_factory=dict)
     position: dict[str, int] = field(default_factory=dict)
+    """Ordered replies used, per role (keyed replies are not counted: they are never used up)."""
     tools: dict[str, list[str]] = field(default_factory=dict)
     delay_s: float = 0.0
     """How long every reply takes to come on the async path (a `slow(...)` reply says its own)."""
+    asked: dict[str, list[tuple[SampleKey | None, float | None]]] = field(default_factory=dict)
+    """Every request per role, in the order it was made: its key (None: it named none) and the
+    temperature it was drawn at (None: none set)."""
 
-    def next_reply(self, role: str, messages: list[BaseMessage]) -> Reply:
+    def next_reply(
+        self, role: str, messages: list[BaseMessage], key: SampleKey | None = None, temperature: float | None = None
+    ) -> Reply:
         self.prompts.setdefault(role, []).append(list(messages))
+        self.asked.setdefault(role, []).append((key, temperature))
+        entries = self.script.get(role, [])
+        if key is not None:
+            match = next((e.reply for e in entries if isinstance(e, Keyed) and e.key == key), None)
+            if match is not None:
+                return match
+        replies = [e for e in entries if not isinstance(e, Keyed)]
         step = self.position.get(role, 0)
-        replies = self.script.get(role, [])
         if step >= len(replies):
+            ordered = " ordered" if len(replies) < len(entries) else ""
+            keyed_note = f" and no reply keyed {key.as_tuple()}" if key is not None and ordered else ""
             raise ScriptExhausted(
-                f"the {self.name} script has {len(replies)} {role} repl{'y' if len(replies) == 1 else 'ies'}; "
-                f"the run asked for reply {step + 1}",
+                f"the {self.name} script has {len(replies)}{ordered} {role} repl{'y' if len(replies) == 1 else 'ies'}"
+                f"{keyed_note}; the run asked for reply {step + 1}",
                 hint="the run diverged from the script",
             )
         self.position[role] = step + 1
@@ -142,8 +181,10 @@ class ScriptedSession:
         for role, count in counts.items():
             self.position[role] = self.position.get(role, 0) + count
 
-    def model(self, role: str) -> ScriptedChatModel:
-        return ScriptedChatModel(session=self, role=role)
+    def model(self, role: str, temperature: float | None = None) -> ScriptedChatModel:
+        """The role's model; `temperature` only makes the scripted model look like a configured one
+        (recorded in `asked` and in usage events), it never changes a reply."""
+        return ScriptedChatModel(session=self, role=role, temperature=temperature)
 
 
 def _as_message(reply: Reply, messages: list[BaseMessage]) -> AIMessage:
@@ -181,14 +222,17 @@ class ScriptedChatModel(BaseChatModel):
     model_name: str = "scripted"
     max_tokens: int = 8192
     """Only so a reply scripted as `cut(...)` is asked again with more room, as a real model's is."""
+    temperature: float | None = None
+    """Recorded, never used: so a run's temperature schedule is visible in a scripted run."""
 
     @property
     def _llm_type(self) -> str:
         return "kernelwright-scripted"
 
-    def _answer(self, messages: list[BaseMessage]) -> tuple[AIMessage, float]:
-        """The next reply of the script as a message with usage, and how long it takes to come."""
-        reply = self.session.next_reply(self.role, messages)
+    def _answer(self, messages: list[BaseMessage], metadata: Mapping[str, Any] | None) -> tuple[AIMessage, float]:
+        """The reply of the script for this request (by the key its metadata names, else the next
+        in order) as a message with usage, and how long it takes to come."""
+        reply = self.session.next_reply(self.role, messages, key_of(metadata), self.temperature)
         delay = reply.seconds if isinstance(reply, Slow) else float(self.session.delay_s)
         message = _as_message(reply, messages)
         prompt_tokens = sum(estimate_tokens(_text_of(m)) for m in messages)
@@ -209,7 +253,7 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        message, _ = self._answer(messages)
+        message, _ = self._answer(messages, run_manager.metadata if run_manager else None)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     async def _agenerate(
@@ -219,7 +263,8 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        message, delay = self._answer(messages)  # chosen before the first await: the order of the calls
+        # chosen before the first await: the order of the calls
+        message, delay = self._answer(messages, run_manager.metadata if run_manager else None)
         if delay:
             await asyncio.sleep(delay)
         return ChatResult(generations=[ChatGeneration(message=message)])
@@ -230,7 +275,7 @@ class ScriptedChatModel(BaseChatModel):
         """Not a coroutine: the reply is chosen now, in the order the calls are made, and streamed
         when iterated (after its delay)."""
         messages = self._convert_input(input).to_messages()
-        message, delay = self._answer(messages)
+        message, delay = self._answer(messages, (config or {}).get("metadata"))
         return _pieces(message, delay)
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:

@@ -247,7 +247,15 @@ def optimize_command(
     model: Annotated[Optional[str], typer.Option("--model", help="Model name for every role.")] = None,
     temperature: Annotated[Optional[float], typer.Option("--temperature", min=0, help="Sampling temperature.")] = None,
     size: SizeOpt = Size.DEFAULT,
-    width: Annotated[int, typer.Option("--width", min=1, help="Candidates sampled per coder step.")] = 1,
+    width: Annotated[
+        int,
+        typer.Option(
+            "--width",
+            min=1,
+            help="Samples the coder draws per idea, all at once: the first at --temperature, the others spread "
+            "evenly up to 1.0.",
+        ),
+    ] = 1,
     policy: PolicyOpt = None,
     price_in: Annotated[Optional[float], typer.Option("--price-in", help="USD per 1k prompt tokens.")] = None,
     price_out: Annotated[Optional[float], typer.Option("--price-out", help="USD per 1k completion tokens.")] = None,

@@ -141,7 +141,13 @@ def register(app: typer.Typer) -> None:
         coder_model: Annotated[Optional[str], typer.Option("--coder-model", help="The coder's model.")] = None,
         reviewer_model: Annotated[Optional[str], typer.Option("--reviewer-model", help="The reviewer's model.")] = None,
         temperature: Annotated[
-            Optional[float], typer.Option("--temperature", min=0, help="Sampling temperature.")
+            Optional[float],
+            typer.Option(
+                "--temperature",
+                min=0,
+                help="Sampling temperature (default: llm_temperature, else 0.2). With --width K the coder's first "
+                "sample of an idea is drawn at it and the others spread evenly up to 1.0 (never cooler than it).",
+            ),
         ] = None,
         max_output: Annotated[
             Optional[int], typer.Option("--max-output-tokens", min=1, help="Most tokens one reply may use.")
@@ -177,7 +183,11 @@ def register(app: typer.Typer) -> None:
         width: Annotated[
             int,
             typer.Option(
-                "--width", min=1, help="Samples the coder draws per idea, all requested at once, judged as one batch."
+                "--width",
+                min=1,
+                help="Samples the coder draws per idea, all requested at once, judged as one batch; sample k at "
+                "its own temperature: the first at --temperature, the others spread evenly up to 1.0 (width 3 "
+                "at 0.2: 0.2, 0.6, 1.0).",
             ),
         ] = 1,
         ideas: Annotated[

@@ -10,17 +10,20 @@ import asyncio
 import json
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ValidationError
 
-from kernelwright.agent import llm
+from kernelwright.agent import llm, sampling
 from kernelwright.agent.configuration import AgentConfig, Role
 from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import LlmNote, TokensStreamed, ToolCalled, UsageUpdated
+from kernelwright.agent.sampling import Sample
 from kernelwright.agent.state import add_usage
 from kernelwright.agent.tools import run_tool_calls
 from kernelwright.errors import EnvironmentProblem
@@ -97,10 +100,20 @@ def shorten_longest(messages: list[BaseMessage]) -> list[BaseMessage]:
     return out
 
 
-def _account(outcome: llm.Outcome, role: Role, config: AgentConfig, deps: Deps, sample: int = 0) -> dict[str, float]:
-    """An event per reply received and the state's counters for all of them (a reply cut and asked
-    again was billed too); `calls.<role>` counts the requests sent."""
+def _account(
+    outcome: llm.Outcome,
+    role: Role,
+    config: AgentConfig,
+    deps: Deps,
+    sample: int = 0,
+    base: BaseChatModel | None = None,
+) -> dict[str, float]:
+    """An event per reply received (with the temperature it was drawn at) and the state's counters
+    for all of them (a reply cut and asked again was billed too); `calls.<role>` counts the requests
+    sent. `base`: the role's model the call's own was made from (a sample at its scheduled
+    temperature), which the role keeps, less any parameter the endpoint refused."""
     price = config.price_for(role)
+    temperature = getattr(outcome.model, "temperature", None)
     usage: dict[str, float] = {}
     for reply in outcome.replies:
         used = reply.usage
@@ -116,22 +129,37 @@ def _account(outcome: llm.Outcome, role: Role, config: AgentConfig, deps: Deps, 
                 cached_tokens=used.cached_tokens,
                 reasoning_tokens=used.reasoning_tokens,
                 sample=sample,
+                temperature=temperature if isinstance(temperature, int | float) else None,
             )
         )
         usage = add_usage(usage, used.counters(role, price))
     usage[f"calls.{role}"] = float(outcome.requests)
-    deps.models[role] = outcome.model  # a parameter the model refused stays left out for the rest of the run
+    # A parameter the model refused stays left out for the rest of the run.
+    deps.models[role] = sampling.as_role_model(outcome.model, base) if base is not None else outcome.model
     return usage
 
 
 async def _ask_all(
-    role: Role, prompts: list[list[BaseMessage]], config: AgentConfig, deps: Deps, compress: llm.Compress
+    role: Role,
+    prompts: list[list[BaseMessage]],
+    samples: Sequence[Sample | None],
+    config: AgentConfig,
+    deps: Deps,
+    compress: llm.Compress,
 ) -> list[llm.Outcome | BaseException]:
     model = deps.models[role]
     numbered = len(prompts) > 1
     calls = [
-        llm.acall(model, prompt, config, role, compress=compress, watch=_Watch(deps, role, i + 1 if numbered else 0))
-        for i, prompt in enumerate(prompts)
+        llm.acall(
+            sampling.at_temperature(model, sample.temperature) if sample is not None else model,
+            prompt,
+            config,
+            role,
+            compress=compress,
+            watch=_Watch(deps, role, i + 1 if numbered else 0),
+            metadata=sampling.metadata_of(sample),
+        )
+        for i, (prompt, sample) in enumerate(zip(prompts, samples, strict=True))
     ]
     return await asyncio.gather(*calls, return_exceptions=True)
 
@@ -143,12 +171,20 @@ def ask_many(
     deps: Deps,
     *,
     compress: llm.Compress | None = None,
+    samples: Sequence[Sample] | None = None,
 ) -> list[Answer]:
     """One reply per prompt, all requests in flight at once, in the prompts' order. A sample that
     fails (an API error after retries, a timeout, a prompt too long) is an `Answer` with `error`
     and the others go on; when every sample fails, the first one's EnvironmentProblem ends the step.
-    Anything else raised (a bug, a scripted run leaving its script) is raised as it is."""
-    results = llm.run_sync(_ask_all(role, prompts, config, deps, compress or shorten_longest))
+    Anything else raised (a bug, a scripted run leaving its script) is raised as it is.
+
+    `samples` (one per prompt) names each request (its key goes in the request's metadata, which
+    only callbacks and the scripted model read) and the temperature it is drawn at (`sampling.py`)."""
+    if samples is not None and len(samples) != len(prompts):
+        raise ValueError(f"{len(samples)} samples for {len(prompts)} prompts")
+    base = deps.models[role]
+    named: Sequence[Sample | None] = samples if samples is not None else [None] * len(prompts)
+    results = llm.run_sync(_ask_all(role, prompts, named, config, deps, compress or shorten_longest))
     for result in results:
         if isinstance(result, BaseException) and not isinstance(result, EnvironmentProblem):
             raise result
@@ -158,7 +194,7 @@ def ask_many(
     answers = []
     for sample, result in enumerate(results, start=1 if len(results) > 1 else 0):
         if isinstance(result, llm.Outcome):
-            usage = _account(result, role, config, deps, sample)
+            usage = _account(result, role, config, deps, sample, base)
             answers.append(Answer(result.reply.message.text, usage, cut=result.cut))
         else:
             line = result.message if isinstance(result, EnvironmentProblem) else str(result)  # the run goes on: no hint

@@ -7,7 +7,10 @@ SEARCH/REPLACE edits to the base (`edits.py`), checked with tree-sitter before a
 a reply without usable code (no code, an edit that does not apply, a reply cut at max_tokens) goes
 back to the coder with the reason, a bounded number of times. The prompt also carries the machine,
 the times and the speed of light (`context.py`), the rules, and how candidates are written in the
-run's backend, with one example each (CUDA, Triton, CPU C++)."""
+run's backend, with one example each (CUDA, Triton, CPU C++).
+
+With `--width K` each of an idea's K requests is named by its `SampleKey` and drawn at its
+temperature from `sampling.temperature_schedule`."""
 
 from __future__ import annotations
 
@@ -36,6 +39,7 @@ from kernelwright.agent.nodes.common import (
 )
 from kernelwright.agent.nodes.edits import read_reply
 from kernelwright.agent.problems import brief, problem_of
+from kernelwright.agent.sampling import Sample, SampleKey, temperature_schedule
 from kernelwright.agent.state import AgentState, CandidateRecord, IdeaRecord, add_usage
 
 _SOLUTIONS = Path(__file__).resolve().parents[2] / "problems" / "solutions"
@@ -162,18 +166,23 @@ def coder(state: AgentState, config: RunnableConfig) -> Command[Literal["coder",
     repair = state.get("repair")
     # One prompt per idea (its plan, its parent as the base), or the repaired draft's idea alone.
     turns = [repair.get("idea", 0)] if repair is not None else list(range(len(ideas)))
+    turn = state.get("attempt", 0) + state.get("no_code_replies", 0) + 1  # each coder turn adds one to either
+    schedule = temperature_schedule(cfg.role("coder").temperature, cfg.width)
     prompts = []
+    samples = []
     for number in turns:
         idea = ideas[min(number, len(ideas) - 1)]
         prompt, base = prompt_for(
             state, cfg, idea["plan"], record_of(state, idea["parent"]), repairing=repair is not None
         )
-        prompts += [(number, prompt, base)] * cfg.width  # --width K: K samples per idea
+        for k, temperature in enumerate(schedule):  # --width K: K samples per idea
+            prompts.append((number, prompt, base))
+            samples.append(Sample(SampleKey(state.get("round", 0), number + 1, k + 1, turn), temperature))
     sources: list[str] = []
     draft_ideas: list[int] = []
     whys: list[str] = []
     usage: dict[str, float] = {}
-    answers = ask_many("coder", [prompt for _, prompt, _ in prompts], cfg, deps)  # all in flight at once
+    answers = ask_many("coder", [prompt for _, prompt, _ in prompts], cfg, deps, samples=samples)  # all at once
     for (number, _, base), answer in zip(prompts, answers, strict=True):
         usage = add_usage(usage, answer.usage)
         if answer.error is not None:  # a failed sample never holds the step: the others go on
