@@ -64,7 +64,10 @@ class Row(BaseModel):
     )
     entry_point: str = Field(default=ENTRY_POINT, description="The class the kernel code defines.")
     plan: str | None = Field(description="The idea the candidate implements (the planner's plan).")
-    parents: list[int] = Field(description="The candidates its idea started from (indexes in the same run).")
+    parents: list[int] = Field(
+        description="The candidates its idea started from (indexes in the same run): its parent first, then any "
+        "its idea combined with it."
+    )
     kernel_code: str = Field(description="The candidate's source, as judged.")
     sha256: str = Field(description="SHA-256 of kernel_code.")
     backend: Backend
@@ -113,7 +116,7 @@ def _row(run_dir: Path, summary: dict[str, Any], config: dict[str, Any], ref: tu
             "problem": ref[0],
             "python_code": ref[1],
             "plan": c.get("idea") or None,
-            "parents": [] if parent is None else [parent],
+            "parents": ([] if parent is None else [parent]) + [int(i) for i in c.get("also") or []],
             "kernel_code": source,
             "sha256": sha,
             "backend": summary.get("backend") or config.get("backend"),

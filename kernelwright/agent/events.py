@@ -115,6 +115,9 @@ class CandidateEvaluated(_Event):
     beats_target: bool = False
     cached: bool = Field(default=False, description="Result read back from the run folder, not re-evaluated.")
     parent: int | None = Field(default=None, description="The candidate this one's idea started from (its parent).")
+    also: list[int] = Field(
+        default_factory=list, description="Other candidates its idea combined with its parent (extra parents)."
+    )
     tags: list[str] = Field(default_factory=list, description="Technique tags (its niche in the program database).")
     idea: str = Field(default="", description="The plan of the idea it implements.")
     gpu_seconds: float = Field(

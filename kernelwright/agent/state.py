@@ -45,6 +45,8 @@ class CandidateRecord(TypedDict):
     """The plan of the idea it implements."""
     tags: NotRequired[list[str]]
     """Technique tags (`techniques.tags`, from its code and its idea)."""
+    also: NotRequired[list[int]]
+    """Other candidates its idea combined with its parent (`IdeaRecord.also`)."""
 
 
 class ProfileRecord(TypedDict):
@@ -76,6 +78,11 @@ class IdeaRecord(TypedDict):
     parent: int | None
     why: str
     """Why that parent (the choice rule's reason)."""
+    also: NotRequired[list[int]]
+    """Other correct candidates whose technique the idea combines with its parent's ("the tiling
+    of 3 with the epilogue of 5"), as the planner named them, checked against the run's correct
+    candidates (at most `planner.MAX_ALSO`); the coder is shown their sources after the parent's.
+    Absent in checkpoints from before it existed."""
 
 
 class AgentState(TypedDict, total=False):

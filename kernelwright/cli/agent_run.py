@@ -84,7 +84,8 @@ class HeadlessRenderer:
             detail = _speed(e.speedups) if e.verdict == "correct" else _first_error(e.message)
             cached = " [dim](stored result)[/]" if e.cached else ""
             accepted = "  [bold green]beats the target[/]" if e.beats_target else ""
-            origin = f" [dim](from {e.parent})[/]" if e.parent is not None else ""
+            also = f" with {', '.join(str(i) for i in e.also)}" if e.also else ""
+            origin = f" [dim](from {e.parent}{also})[/]" if e.parent is not None else ""
             self.say(f"  candidate {e.index}{origin}: [{colour}]{e.verdict}{reason}[/]{cached} {detail}{accepted}")
         elif kind == "profile_skipped":
             self.say(f"  [dim]{e.why}[/]")

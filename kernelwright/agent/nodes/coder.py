@@ -9,8 +9,11 @@ back to the coder with the reason, a bounded number of times. The prompt also ca
 the times and the speed of light (`context.py`), the rules, and how candidates are written in the
 run's backend, with one example each (CUDA, Triton, CPU C++).
 
-With `--width K` each of an idea's K requests is named by its `SampleKey` and drawn at its
-temperature from `sampling.temperature_schedule`."""
+An idea may name other parents to combine with its own (`IdeaRecord.also`: "the tiling of 3 with
+the epilogue of 5"): their sources follow the base, each clipped to `ALSO_SOURCE_CHARS` with a
+marker, on the idea's first turn (a repair's base is the draft that already combined them). With
+`--width K` each of an idea's K requests is named by its `SampleKey` and drawn at its temperature
+from `sampling.temperature_schedule`."""
 
 from __future__ import annotations
 
@@ -50,6 +53,8 @@ EXAMPLES = {
 }
 """One example per backend: ReLU, each judged correct by the harness's own oracle runs."""
 DIFF_CHARS = 6_000
+ALSO_SOURCE_CHARS = context.SOURCE_CHARS // 2
+"""Each extra parent's source in the coder's prompt, at most: two of them cost one more full source."""
 
 
 @cache
@@ -117,11 +122,31 @@ def round_ideas(state: AgentState) -> list[IdeaRecord]:
     return [IdeaRecord(plan=plan, expected_speedup=None, parent=start["index"] if start else None, why="")]
 
 
+def also_text(also: list[CandidateRecord]) -> str:
+    """The extra parents an idea combines with its base, each source clipped (`ALSO_SOURCE_CHARS`)."""
+    if not also:
+        return ""
+    names = ", ".join(f"candidate {r['index']}" for r in also)
+    parts = [
+        f"# Also combine: {names}\n"
+        "The plan takes something from each of these (it says what); your edits still apply to the base above."
+    ]
+    for record in also:
+        parts.append(f"## {describe(record)}\n```python\n{context.source_text(record, ALSO_SOURCE_CHARS)}```")
+    return "\n\n".join(parts) + "\n"
+
+
 def prompt_for(
-    state: AgentState, cfg: AgentConfig, plan: str, parent: CandidateRecord | None = None, *, repairing: bool = False
+    state: AgentState,
+    cfg: AgentConfig,
+    plan: str,
+    parent: CandidateRecord | None = None,
+    *,
+    repairing: bool = False,
+    also: list[CandidateRecord] | None = None,
 ) -> tuple[list[BaseMessage], str | None]:
-    """The coder's prompt for one idea (its plan and parent) or for the repair of a failed draft,
-    and the base its edits apply to."""
+    """The coder's prompt for one idea (its plan, its parent and any extra parents it combines) or
+    for the repair of a failed draft, and the base its edits apply to."""
     title, name, base, repair, base_source = _base(state, parent, repairing)
     feedback = state.get("coder_feedback") or ""
     prompt = messages(
@@ -140,6 +165,7 @@ def prompt_for(
         base_title=title,
         base_name=name,
         base=base,
+        also="" if repairing else also_text(also or []),
         repair=repair,
         feedback=f"\n# About your last reply\n{feedback}" if feedback else "",
     )
@@ -172,8 +198,9 @@ def coder(state: AgentState, config: RunnableConfig) -> Command[Literal["coder",
     samples = []
     for number in turns:
         idea = ideas[min(number, len(ideas) - 1)]
+        extra = [r for i in idea.get("also") or [] if (r := record_of(state, i)) is not None]
         prompt, base = prompt_for(
-            state, cfg, idea["plan"], record_of(state, idea["parent"]), repairing=repair is not None
+            state, cfg, idea["plan"], record_of(state, idea["parent"]), repairing=repair is not None, also=extra
         )
         for k, temperature in enumerate(schedule):  # --width K: K samples per idea
             prompts.append((number, prompt, base))

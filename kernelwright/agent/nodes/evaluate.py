@@ -85,6 +85,8 @@ def evaluate(state: AgentState, config: RunnableConfig) -> Command[Literal["code
             parent=idea["parent"],
         )
         rec["idea"] = idea["plan"]
+        if idea.get("also"):
+            rec["also"] = list(idea.get("also") or [])
         rec["tags"] = techniques.tags(paths[offset].read_text(), idea["plan"])
         records.append(rec)
         remember.record(cfg, deps, rec, source=paths[offset].read_text(), plan=idea["plan"])
@@ -98,6 +100,7 @@ def evaluate(state: AgentState, config: RunnableConfig) -> Command[Literal["code
                 beats_target=rec["beats_target"],
                 cached=cached,
                 parent=rec["parent"],
+                also=rec.get("also") or [],
                 tags=rec.get("tags") or [],
                 idea=rec.get("idea") or "",
                 gpu_seconds=gpu_seconds(result, cached, cfg.device),

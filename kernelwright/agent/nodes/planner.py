@@ -1,7 +1,11 @@
 """Planner: reads the problem, the machine, the best result, summaries of earlier rounds and what
 memory recalls from other runs (each item with why it was retrieved), and writes a short plan
 with the speedup it expects. It is also where the loop stops: budgets and
-acceptance are checked here, in code, before any tokens are spent."""
+acceptance are checked here, in code, before any tokens are spent.
+
+With `--ideas N` it writes N ideas, idea i for parent i of `parents.choose`; once the run has
+correct candidates to combine, an idea may also name up to `MAX_ALSO` of them whose technique it
+takes ("also"), kept only where they are correct candidates of this run other than its parent."""
 
 from __future__ import annotations
 
@@ -34,11 +38,17 @@ from kernelwright.agent.problems import brief, problem_of
 from kernelwright.agent.state import AgentState, CandidateRecord, IdeaRecord, add_usage
 from kernelwright.agent.techniques import similar
 from kernelwright.agent.tools import describe_tools
+from kernelwright.harness.verdicts import Verdict
 
 
 class Plan(BaseModel):
     plan: str = Field(description="What to change in the kernel and why, at most five sentences.")
     expected_speedup: float | None = Field(default=None, description="Expected speedup over the target baseline.")
+    also: list[int] = Field(
+        default_factory=list,
+        description="Up to 2 other correct candidates whose technique the plan combines with its parent's "
+        "(e.g. the tiling of one, the epilogue of another); [] for none.",
+    )
 
 
 class Ideas(BaseModel):
@@ -57,6 +67,14 @@ N_IDEAS = (
     "(another technique, another bottleneck), and do not repeat what the run already tried.\n"
     'Answer as JSON: {"ideas": [{"plan": "...", "expected_speedup": 1.2}, ...]} with $n ideas.'
 )
+
+ALSO = (
+    "\nAn idea may combine its parent with up to $max_also other correct candidates (say the tiling of one\n"
+    'and the epilogue of another): name them in "also": [3, 5] and say in the plan what each gives; the\n'
+    "coder is shown their sources after the parent's."
+)
+MAX_ALSO = 2
+"""Extra parents an idea may name: each costs the coder's prompt up to half a source."""
 
 
 def planner(state: AgentState, config: RunnableConfig) -> Command[Literal["coder", "__end__"]]:
@@ -101,8 +119,14 @@ def _plan(state: AgentState, cfg: AgentConfig, deps: Deps, round_: int, hints: l
     records = [record_of(state, c["index"]) for c in choices]
     start = records[0]
     tools = role_tools(state, cfg)
-    answer = Template(ONE_IDEA if cfg.ideas == 1 else N_IDEAS).safe_substitute(
-        round=round_, n=cfg.ideas, target_baseline="torch.compile (eager where compile is unavailable)"
+    combinable = _correct(state)
+    answer = Template(
+        (ONE_IDEA if cfg.ideas == 1 else N_IDEAS) + (ALSO if len(combinable) > 1 else "")
+    ).safe_substitute(
+        round=round_,
+        n=cfg.ideas,
+        target_baseline="torch.compile (eager where compile is unavailable)",
+        max_also=MAX_ALSO,
     )
     prompt = messages(
         "planner",
@@ -140,13 +164,16 @@ def _plan(state: AgentState, cfg: AgentConfig, deps: Deps, round_: int, hints: l
         plans = retried if any(p.plan for p in retried) else plans
     while len(plans) < cfg.ideas:  # fewer ideas than asked: the first again, for another parent
         plans.append(plans[0])
-    ideas = [
-        IdeaRecord(plan=p.plan, expected_speedup=p.expected_speedup, parent=c["index"], why=c["why"])
-        for p, c in zip(plans, choices, strict=False)
-    ]
+    ideas = []
+    for p, c in zip(plans, choices, strict=False):
+        idea = IdeaRecord(plan=p.plan, expected_speedup=p.expected_speedup, parent=c["index"], why=c["why"])
+        also = checked_also(p.also, c["index"], combinable)
+        if also:
+            idea["also"] = also
+        ideas.append(idea)
     text, expected = ideas[0]["plan"], ideas[0]["expected_speedup"]
     shown = (
-        text
+        text + (f" (with {_also_names(ideas[0])})" if ideas[0].get("also") else "")
         if len(ideas) == 1
         else "\n".join(f"idea {i + 1} (from {_parent_name(d)}): {d['plan']}" for i, d in enumerate(ideas))
     )
@@ -187,8 +214,29 @@ def _ask(
     return list(ideas.ideas[: cfg.ideas]), usage
 
 
+def _correct(state: AgentState) -> set[int]:
+    """The run's correct candidates (the branch origin or remembered kernel too): what an idea may combine."""
+    pool = [*state.get("candidates", []), *([origin] if (origin := state.get("origin")) else [])]
+    return {c["index"] for c in pool if c["verdict"] == Verdict.CORRECT.value}
+
+
+def checked_also(named: list[int], parent: int | None, correct: set[int]) -> list[int]:
+    """The extra parents an idea named that it may have: correct candidates of this run other than
+    its own parent, each once, in the order named, at most MAX_ALSO (the rest are dropped)."""
+    kept: list[int] = []
+    for index in named:
+        if index in correct and index != parent and index not in kept:
+            kept.append(index)
+    return kept[:MAX_ALSO]
+
+
+def _also_names(idea: IdeaRecord) -> str:
+    return ", ".join(f"candidate {i}" for i in idea.get("also") or [])
+
+
 def _parent_name(idea: IdeaRecord) -> str:
-    return "scratch" if idea["parent"] is None else f"candidate {idea['parent']}"
+    name = "scratch" if idea["parent"] is None else f"candidate {idea['parent']}"
+    return name + (f" with {_also_names(idea)}" if idea.get("also") else "")
 
 
 def _parents_text(state: AgentState, choices: list[parents.ParentChoice], records: list[CandidateRecord | None]) -> str:
