@@ -23,7 +23,9 @@ from kernelwright.problems import Problem
 
 class Evaluator(Protocol):
     """What the evaluate node needs of the harness (an `EvalSession` is one). An evaluator may also
-    have `wait_ready()` (the warm session's spare worker), which the profile node calls first."""
+    have `wait_ready()` (the warm session's spare worker), which the profile node calls first, and
+    its `evaluate` may take `on_result(i, result)`, called as each candidate is decided (the
+    `EvalSession` and the `EvalPool` do), so the node keeps each result at once."""
 
     def evaluate(self, candidates: list[Path]) -> list[EvalResult]: ...
 

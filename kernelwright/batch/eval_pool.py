@@ -28,7 +28,7 @@ import queue
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,8 +158,12 @@ class EvalPool:
         with ThreadPoolExecutor(max_workers=len(self._links)) as threads:
             return list(threads.map(call, self._links))
 
-    def evaluate(self, candidates: list[Path]) -> list[EvalResult]:
-        """Judge each candidate on the first free device; one EvalResult per candidate, in order."""
+    def evaluate(
+        self, candidates: list[Path], on_result: Callable[[int, EvalResult], None] | None = None
+    ) -> list[EvalResult]:
+        """Judge each candidate on the first free device; one EvalResult per candidate, in order.
+        `on_result(i, result)` hears of each as soon as its device returns it (from that device's
+        thread), whatever the order."""
         todo: queue.Queue[int] = queue.Queue()
         for index in range(len(candidates)):
             todo.put(index)
@@ -174,7 +178,9 @@ class EvalPool:
                     return
                 path = candidates[index]
                 reply = link.request({"op": "evaluate", "candidate": str(path)})
-                results[index] = EvalResult.model_validate(reply["result"])
+                results[index] = result = EvalResult.model_validate(reply["result"])
+                if on_result is not None:
+                    on_result(index, result)
                 span = reply["span"]
                 quiet = tuple((float(a), float(b)) for a, b in reply["quiet"])
                 judged.append(Judged(index, str(path), link.slot.label, span[0], span[1], quiet))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -125,8 +126,12 @@ class EvalSession:
         self.ctx.await_reference()
         return {name: figures.median_ms for name, figures in self.ctx.clean_baselines().items()}
 
-    def evaluate(self, candidates: list[Path]) -> list[EvalResult]:
-        """Evaluate each candidate against the problem; one EvalResult per candidate, in order."""
+    def evaluate(
+        self, candidates: list[Path], on_result: Callable[[int, EvalResult], None] | None = None
+    ) -> list[EvalResult]:
+        """Evaluate each candidate against the problem; one EvalResult per candidate, in order.
+        `on_result(i, result)` hears of each as soon as it is decided (the agent keeps it at once,
+        so a run killed mid-batch never judges it again)."""
         ctx, opts = self.ctx, self.opts
         sources = [p.read_text() for p in candidates]
         analyses = [analyze_candidate(s, problem_dtype=self.problem.meta.dtype) for s in sources]
@@ -158,6 +163,8 @@ class EvalSession:
             if opts.out_dir is not None:
                 candidate.write_evidence(opts.out_dir, path, source, result, workdir)
             results.append(result)
+            if on_result is not None:
+                on_result(len(results) - 1, result)
         if self.warm and not self._spares:
             self._start_spare()
         elif not self.warm:  # started for candidates that did not need them

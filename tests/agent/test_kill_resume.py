@@ -1,5 +1,6 @@
 """A run killed with SIGKILL in the middle of an evaluation resumes from its SQLite checkpoint
-with --resume semantics: finished candidates are not evaluated again."""
+with --resume semantics: finished candidates are not evaluated again, with one idea a round or
+with several ideas and samples judged as one batch."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import time
 from pathlib import Path
 
 from kernelwright.agent import runner
-from kernelwright.agent.scripted import ScriptedSession
+from kernelwright.agent.events import CandidateEvaluated
+from kernelwright.agent.scripted import ScriptedSession, keyed
 from tests.agent.helpers import FakeEvaluator, code, config, models, plan, review
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,3 +65,77 @@ def test_kill_9_mid_evaluation_then_resume(tmp_path: Path) -> None:
     assert len(evaluator.calls) == 1 and "1.6" in evaluator.calls[0]  # candidate 1 was not evaluated again
     assert outcome.accepted and [c["index"] for c in outcome.candidates] == [1, 2]
     assert session.position == {"planner": 2, "coder": 2, "reviewer": 2}
+
+
+def _ideas(*plans: str) -> dict[str, object]:
+    return {"ideas": [{"plan": p, "expected_speedup": 1.5} for p in plans]}
+
+
+SPEEDS = {1: ("0.5", "0.6", "0.7", "0.8"), 2: ("0.9", "1.1", "1.2", "1.6")}
+SEARCH_SCRIPT = {  # 2 rounds of 2 ideas x 2 samples; the coder's replies keyed, so any order gives the same
+    "planner": [_ideas("vectorise", "a row loop"), _ideas("unroll it", "block the rows")],
+    "coder": [
+        keyed(r, idea, sample, code(f"correct none {SPEEDS[r][2 * (idea - 1) + sample - 1]}"))
+        for r in (1, 2)
+        for idea in (1, 2)
+        for sample in (1, 2)
+    ],
+    "reviewer": [review(), review()],
+}
+SEARCH_CHILD = """
+import sys, time
+from pathlib import Path
+from kernelwright.agent import runner
+from kernelwright.agent.scripted import ScriptedSession
+from tests.agent.helpers import FakeEvaluator, config, models
+from tests.agent.test_kill_resume import SEARCH_SCRIPT
+
+class OneByOne(FakeEvaluator):
+    '''Reports each result as it is decided (as EvalSession and EvalPool do); in the second round's
+    batch it hangs on the third candidate, the first two decided and kept, until killed.'''
+
+    def evaluate(self, candidates, on_result=None):
+        out = []
+        for i, path in enumerate(candidates):
+            if len(self.calls) == 6:
+                Path(sys.argv[2]).write_text("evaluating")
+                time.sleep(120)
+            [result] = super().evaluate([path])
+            out.append(result)
+            on_result(i, result)
+        return out
+
+session = ScriptedSession(SEARCH_SCRIPT)
+cfg = config(run_id=sys.argv[1], ideas=2, width=2, max_rounds=2)
+runner.run(cfg, runner.RunParts(models(session), OneByOne(), scripted=session))
+"""
+
+
+def test_kill_9_mid_round_of_a_search_then_resume_judges_only_what_was_not_decided(tmp_path: Path) -> None:
+    """--ideas 2 --width 2: killed in round 2 with 2 of its 4 candidates decided; the resumed run
+    judges the other 2 only (and none of round 1's 4), and ends as an unkilled run would."""
+    cfg = config(ideas=2, width=2, max_rounds=2)
+    marker = tmp_path / "marker"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    child = subprocess.Popen([sys.executable, "-c", SEARCH_CHILD, cfg.run_id, str(marker)], env=env, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert child.poll() is None, "the child run ended before its second round's third candidate"
+            assert time.monotonic() < deadline, "the child never reached its second round's third candidate"
+            time.sleep(0.1)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+    assert len(list((cfg.run_dir / "results").glob("*.json"))) == 6  # round 1's four, round 2's first two
+    evaluator = FakeEvaluator()  # one that returns its batch whole: the node keeps it when it returns
+    session = ScriptedSession(SEARCH_SCRIPT)  # type: ignore[arg-type]
+    outcome = runner.run(
+        cfg, runner.RunParts(models(session), evaluator, scripted=session), runner.RunSteering(resume=True)
+    )  # type: ignore[arg-type]
+    assert evaluator.batches == [2] and ["1.2" in c or "1.6" in c for c in evaluator.calls] == [True, True]
+    assert [c["index"] for c in outcome.candidates] == list(range(1, 9))
+    assert outcome.accepted and outcome.best is not None and outcome.best["index"] == 8
+    judged = {e.index: e.cached for e in outcome.events if isinstance(e, CandidateEvaluated)}
+    assert judged == {5: True, 6: True, 7: False, 8: False}  # the resumed session: round 2's step again
+    assert session.position == {"planner": 2, "coder": 8, "reviewer": 2}

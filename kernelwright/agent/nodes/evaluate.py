@@ -9,7 +9,9 @@ feedback mapped onto it (`feedback.py`); the other drafts' verdicts go with it i
 
 from __future__ import annotations
 
+import inspect
 import shutil
+import threading
 import time
 from pathlib import Path
 from typing import Literal
@@ -43,12 +45,29 @@ def gpu_seconds(result: EvalResult, cached: bool, device: str) -> float:
 
 
 def _judge(paths: list[Path], shas: list[str], cfg: AgentConfig, deps: Deps) -> list[tuple[EvalResult, bool]]:
-    """(result, read back from the run folder) per candidate; only unseen sources are evaluated."""
+    """(result, read back from the run folder) per candidate; only unseen sources are evaluated.
+    Each result is stored as soon as the evaluator decides it where the evaluator says so
+    (`on_result`), else when its batch returns: a run killed in the middle of a step's batch
+    judges again only what was not decided."""
     stored = [runs.stored_result(cfg.run_dir, sha) for sha in shas]
     todo = [i for i, result in enumerate(stored) if result is None]
-    fresh = deps.evaluator.evaluate([paths[i] for i in todo]) if todo else []
-    for i, result in zip(todo, fresh, strict=True):
-        runs.store_result(cfg.run_dir, shas[i], result)
+    kept: set[int] = set()
+    lock = threading.Lock()  # an EvalPool calls from each device's thread; two samples may share a source
+
+    def keep(position: int, result: EvalResult) -> None:
+        with lock:
+            runs.store_result(cfg.run_dir, shas[todo[position]], result)
+            kept.add(position)
+
+    evaluate = deps.evaluator.evaluate
+    fresh: list[EvalResult] = []
+    if todo and "on_result" in inspect.signature(evaluate).parameters:
+        fresh = evaluate([paths[i] for i in todo], on_result=keep)  # type: ignore[call-arg]
+    elif todo:
+        fresh = evaluate([paths[i] for i in todo])
+    for position, (i, result) in enumerate(zip(todo, fresh, strict=True)):
+        if position not in kept:
+            runs.store_result(cfg.run_dir, shas[i], result)
         stored[i] = result
     return [(result, i not in todo) for i, result in enumerate(stored) if result is not None]
 
