@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kernelwright.harness.options import EvalOptions, TrialPlan
 from kernelwright.harness.phases.context import Context
 from kernelwright.harness.phases.trials import one_trial
@@ -79,3 +81,74 @@ def test_the_cpu_and_a_switched_off_option_use_files(tmp_path: Path) -> None:
     ctx = _context(tmp_path, [])
     ctx.opts = EvalOptions(device="cuda", output_ipc=False)
     assert not ctx.wants_ipc()
+
+
+def test_the_timed_outputs_are_compared_before_the_worker_gets_another_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Handed over as CUDA memory handles, the timed calls' outputs live in the candidate's worker
+    only until its next command; the baselines' cross-check may send one (`timing 0`, the
+    candidate timed again on fresh inputs that reuse that memory). Seen on an H200 at relu's
+    default size: every sampled output then read as another call's values (75% of them differ:
+    ReLU of an unrelated input), a timed_output_mismatch that no kernel caused. So the outputs are
+    compared first."""
+    from contextlib import nullcontext
+
+    from kernelwright.harness import judge
+    from kernelwright.harness.judge import Decision
+    from kernelwright.harness.judge import work_share as share_rules
+    from kernelwright.harness.phases import timing as timing_phase
+    from kernelwright.harness.result import EvalResult
+    from kernelwright.harness.timing.stats import Speedup
+    from kernelwright.harness.verdicts import Verdict
+    from kernelwright.harness.workers.client import Reply
+    from kernelwright.harness.workers.jobs import WorkShareRequest
+    from kernelwright.harness.workers.messages import OutputFile, TimedRun, TimingReport
+
+    log: list[str] = []
+    plan = TrialPlan(index=-1, seed=7, distribution="normal")
+    report = TimingReport(
+        result=TimedRun(fns={}),
+        timed_outputs=[OutputFile(plan=plan, file=str(tmp_path / f"timed_{k}.out")) for k in range(2)],
+    )
+
+    class Client:
+        def __init__(self, worker: object) -> None:
+            pass
+
+        def timing(self, samples: int, limit: float) -> Reply[TimingReport]:
+            log.append(f"timing {samples}")
+            ended = WorkerMessage(event="result", phase="timing", data={})
+            return Reply(Outcome(message=ended), report if samples else None)
+
+    class Ctx:
+        def timing_limit_s(self) -> float:
+            return 10.0
+
+        def compare(self, plan: TrialPlan, path: Path) -> CompareReport:
+            log.append(f"compare {path.name}")
+            return CompareReport()
+
+    def cross_check(ctx: object, worker: object, result: EvalResult) -> None:
+        Client(worker).timing(0, 10.0)  # the second look the cross-check takes
+
+    speedup = Speedup(
+        baseline="compile",
+        ratio=1.2,
+        ci_low=1.1,
+        ci_high=1.3,
+        significant=True,
+        baseline_median_ms=1.2,
+        candidate_median_ms=1.0,
+    )
+    monkeypatch.setattr(timing_phase, "CandidateClient", Client)
+    monkeypatch.setattr(timing_phase, "cross_check_baselines", cross_check)
+    monkeypatch.setattr(timing_phase.live, "quiet", lambda keep: nullcontext(0))
+    monkeypatch.setattr(judge, "judge_timing", lambda r: Decision(updates={"speedups": {"compile": speedup}}))
+    monkeypatch.setattr(judge, "judge_measured_outputs", lambda checks, reason, what: None)
+    monkeypatch.setattr(share_rules, "profile_slower_than_timed", lambda *a: False)
+    monkeypatch.setattr(share_rules, "judge_profile_consistency", lambda *a: None)
+    result = EvalResult(problem="relu", candidate="c.py", verdict=Verdict.CORRECT, device="cuda")
+    timing_phase.run_timing(Ctx(), object(), result, WorkShareRequest(plans=[]), [])  # type: ignore[arg-type]
+    assert log == ["timing 4", "compare timed_0.out", "compare timed_1.out", "timing 0"]
+    assert result.limits["timed_outputs_checked"] == 2.0

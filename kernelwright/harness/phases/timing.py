@@ -39,10 +39,13 @@ def run_timing(
     report = reply.report
     assert report is not None
     apply(result, judge.judge_timing(report))
-    if result.verdict == Verdict.CORRECT and result.speedups:
-        cross_check_baselines(ctx, worker, result)
+    # The sampled outputs are compared first: handed over as CUDA memory handles they live only
+    # until the worker's next command, and the cross-check below may time the candidate again (its
+    # fresh inputs then reuse that memory, and the reference would read another call's values).
     checks = [ctx.compare(item.plan, Path(item.file)) for item in report.timed_outputs]
     result.limits["timed_outputs_checked"] = float(len(checks))
+    if result.verdict == Verdict.CORRECT and result.speedups:
+        cross_check_baselines(ctx, worker, result)
     if result.verdict != Verdict.CORRECT:
         return result
     mismatch = judge.judge_measured_outputs(checks, Reason.TIMED_OUTPUT_MISMATCH, "the timed calls (fresh inputs)")
