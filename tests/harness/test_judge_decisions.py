@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernelwright.harness import judge
+from kernelwright.harness.options import TrialPlan
 from kernelwright.harness.phases.context import apply
 from kernelwright.harness.result import EvalResult, TrialResult
 from kernelwright.harness.sandbox.isolation import Isolation
@@ -44,11 +45,14 @@ def test_a_build_report_decides_without_an_outcome() -> None:
 
 def test_judging_trials_changes_nothing_until_applied() -> None:
     trial = judge.trial_result(
+        TrialPlan(index=3, seed=1234, distribution="uniform", variant=1, contiguous=False),
         TrialReport(index=3, status="ok", devices=["cpu"]),
         ReferenceTrial(index=3, status="ok", shapes=["float32[4]"]),
         CompareReport(passed=False, reason=Reason.OUTPUT_MISMATCH, detail="off by one", max_abs_error=1.0),
         "cpu",
     )
+    # the trial names the inputs it was drawn with: what reproduces it
+    assert (trial.seed, trial.distribution, trial.variant, trial.contiguous) == (1234, "uniform", 1, False)
     result = _result()
     result.trials.append(trial)
     decision = judge.judge_trials(result.trials, [], [])

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from kernelwright.harness.checks.static.analysis import CandidateAnalysis
 from kernelwright.harness.compiler_output import with_first_errors
 from kernelwright.harness.judge.decision import Decision, PhaseEnd, ending
+from kernelwright.harness.options import TrialPlan
 from kernelwright.harness.result import Flag, TrialResult
 from kernelwright.harness.sandbox.isolation import Isolation, SandboxMode
 from kernelwright.harness.verdicts import Reason, Verdict
@@ -71,14 +72,17 @@ def raised(fatal: str) -> Decision:
 
 
 def trial_result(
-    report: TrialReport, ref: ReferenceTrial, comparison: CompareReport | None, device: str
+    plan: TrialPlan, report: TrialReport, ref: ReferenceTrial, comparison: CompareReport | None, device: str
 ) -> TrialResult:
-    """One trial's result from the candidate worker's report and the reference process's
+    """One trial's result from its plan (the seed, distribution and shapes its inputs were drawn
+    with: what reproduces it), the candidate worker's report and the reference process's
     comparison of its output (None when the report already decides the trial)."""
     trial = TrialResult(
         index=report.index,
-        seed=0,
-        distribution="",
+        seed=plan.seed,
+        distribution=plan.distribution,
+        variant=plan.variant,
+        contiguous=plan.contiguous,
         shapes=ref.shapes,
         reused_addresses=report.reused,
     )

@@ -85,7 +85,7 @@ def run_trials(
         if comparison is not None:
             handed_over += comparison.handed_over
             constants.append((comparison.constant_candidate, comparison.constant_reference))
-        result.trials.append(judge.trial_result(report, refs[plan.index], comparison, ctx.opts.device))
+        result.trials.append(judge.trial_result(plan, report, refs[plan.index], comparison, ctx.opts.device))
     result.phase_seconds["correctness"] = time.monotonic() - start
     result.stderr_tail = worker.stderr_tail(3000)
     if constants:
