@@ -52,3 +52,15 @@ def test_a_baseline_alone_with_slow_walls_is_flagged() -> None:
     result = _judge(candidate=_fn(0.5), eager=_fn(1.0, "slow walls"))
     assert result.verdict is Verdict.CORRECT and "eager" in result.speedups
     assert [f.code for f in result.flags] == ["baseline_wall_mismatch"]
+
+
+def test_a_call_of_a_few_microseconds_is_reported_with_a_warning_and_unchanged() -> None:
+    """Under 10 µs a call is mostly overhead: the speedup is kept as measured, with a warning that
+    it says little about the kernel (and nothing about larger inputs)."""
+    short = _judge(candidate=_fn(0.005), eager=_fn(0.006), compile=_fn(0.030))
+    assert short.verdict is Verdict.CORRECT and round(short.speedups["compile"].ratio, 1) == 6.0
+    flag = next(f for f in short.flags if f.code == "short_calls")
+    assert "5.0 µs" in flag.message and "default size" in flag.message
+    # just above the line, and a real-size call: no warning
+    for median in (0.0101, 0.5):
+        assert "short_calls" not in {f.code for f in _judge(candidate=_fn(median), eager=_fn(1.0)).flags}

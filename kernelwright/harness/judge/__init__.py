@@ -26,6 +26,7 @@ from kernelwright.harness.judge.timing import (
     disagreeing_baselines,
     judge_baselines,
     judge_timing,
+    short_calls,
     slowed_baselines,
 )
 from kernelwright.harness.judge.work_share import (
@@ -54,6 +55,7 @@ __all__ = [
     "profiled_ms",
     "raised",
     "run_failure",
+    "short_calls",
     "slowed_baselines",
     "static_rejection",
     "static_rejection_verdict",

@@ -19,7 +19,25 @@ from kernelwright.harness.workers.messages import CleanFigures, TimingReport
 BASELINE_SLOWDOWN = 1.5
 BASELINE_MARGIN_MS = 0.02
 
+SHORT_CALL_MS = 0.010
+"""A candidate call this short is mostly launch and call overhead: at such sizes the speedup says how
+thin each side's wrapper is (torch.compile's alone costs tens of microseconds a call on a GPU), not
+how fast the kernel is, and it does not carry to real sizes (relu on an H100: 2.43x vs compile at
+the small size, 1.00x at the default size). Reported with a flag, never hidden or changed."""
+
 Clean = Mapping[str, CleanFigures]  # the baselines' figures from the reference's process
+
+
+def short_calls(timings: Mapping[str, TimingStats]) -> Flag | None:
+    """The `short_calls` warning when the candidate's median call is under `SHORT_CALL_MS`."""
+    cand = timings.get("candidate")
+    if cand is None or cand.median_ms >= SHORT_CALL_MS:
+        return None
+    return Flag(
+        code="short_calls",
+        message=f"the candidate's call takes {cand.median_ms * 1000:.1f} µs: at this size launch and call overheads, "
+        "not the kernel, decide the speedup, and it does not carry to larger inputs (judge at the default size)",
+    )
 
 
 def judge_timing(report: TimingReport) -> Decision:
@@ -45,6 +63,9 @@ def judge_timing(report: TimingReport) -> Decision:
                 )
             )
     cand = timings["candidate"]
+    short = short_calls(timings)
+    if short is not None:
+        flags.append(short)
     speedups: dict[str, Speedup] = {name: speedup(name, s, cand) for name, s in timings.items() if name != "candidate"}
     updates: dict[str, object] = {"timings": timings, "wall_median_ms": walls, "compile_time_s": report.compile_time_s}
     hidden = timed["candidate"].hidden_work
