@@ -215,11 +215,14 @@ _ENTRIES = (
     ReasonInfo(
         Reason.INPUT_CACHE,
         Verdict.REJECTED,
-        ("static",),
+        ("static", "work_share"),
         "Results are cached by input identity: data_ptr(), id() or storage used as a key or compared, tensors kept "
-        "in static C++ variables, @lru_cache on the computation (shape-keyed caches are only a flag). A replayed "
-        "result is not a computation; the harness also reuses buffers with new values, so a cache that slips past "
-        "fails as a mismatch.",
+        "in static C++ variables, @lru_cache on the computation (any other cache, keyed by values or shapes, is "
+        "only a flag), or a cache flagged in the source that replayed a stored result when the profile called "
+        "forward again on the same inputs. A replayed result is not a computation; the harness also reuses buffers "
+        "with new values, so a cache that slips past fails as a mismatch. The same under both policies (a policy "
+        "decides who may do the work, not whether a stored result counts as work); a cache that never replays "
+        "while judged (a launch config keyed by shape) is correct, with its flag shown.",
     ),
     ReasonInfo(
         Reason.PATCHED_TIMER,

@@ -74,6 +74,17 @@ def judge_work_share(
         where = "" if share is shares[0] else f" (on shape variant {share.plan.variant})"
         top = ", ".join(f"{name} {ms:.2f} ms" for name, ms in share.top_library_ops)
         if analysis.backend in ("cpp", "cuda") and share.ext_calls == 0:
+            cache = next((f for f in analysis.findings if f.code == Reason.INPUT_CACHE.value), None)
+            if cache is not None and not share.top_library_ops:
+                # Called again on inputs it had seen (the profile repeats its calls), forward did no
+                # work at all: the cache the source was flagged for replayed a stored result.
+                line = f" (line {cache.line})" if cache.line else ""
+                message = (
+                    f"forward never called the candidate's extension{where} and no library op did the work: called "
+                    f"again with inputs it had seen, it returned a stored result; flagged in the source{line}: "
+                    f"{cache.message}"
+                )
+                return decided(Verdict.REJECTED, Reason.INPUT_CACHE, message)
             message = f"forward never called the candidate's extension{where}; the work was done by {top or 'PyTorch'}"
             return decided(Verdict.REJECTED, Reason.KERNEL_NOT_LAUNCHED, message)
         side = sorted(set(share.streams) - set(share.reference_streams))
