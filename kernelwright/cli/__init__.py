@@ -21,6 +21,7 @@ from kernelwright.cli import (
     doctor_cmd,
     eval_cmd,
     memory_cmd,
+    model_cmd,
     optimize_cmd,
     profile_cmd,
     runs_cmd,
@@ -56,6 +57,7 @@ for _module in (
     memory_cmd,
     ask_cmd,
     tui_cmd,
+    model_cmd,
 ):
     _module.register(app)
 
