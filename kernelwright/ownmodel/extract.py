@@ -70,7 +70,15 @@ def _tensor_code(t: TensorArg) -> str:
         return f"torch.rand({shape}) < 0.5"
     if t.dtype.is_floating_point or t.dtype.is_complex:
         return f"torch.randn({shape}, dtype={dtype})"
-    return f"torch.randint(0, 16, {shape}, dtype={dtype})"
+    return f"torch.randint({t.low}, {max(t.high, t.low + 1)}, {shape}, dtype={dtype})"
+
+
+def _constraint(t: TensorArg) -> str:
+    """How the fuzzer may redraw a non-floating input: a mask, indices within the range the trace
+    saw, or not at all (negative integers: their meaning is the model's)."""
+    if t.dtype == torch.bool:
+        return "mask"
+    return f"indices:{t.high}" if t.low >= 0 and t.high > 0 else "fixed"
 
 
 def _inputs_code(tensors: list[TensorArg]) -> str:
@@ -93,8 +101,10 @@ def select_row(rows: list[OpRow], selector: str) -> OpRow:
 
 
 def _call_for(row: OpRow, calls: list[OpCall]) -> OpCall:
-    key = tuple(tuple(spec.shape) for spec in row.inputs)
-    call = next((c for c in calls if c.qualified == row.op and c.shape_key() == key), None)
+    shapes = [spec.shape for spec in row.inputs]
+    call = next(
+        (c for c in calls if c.qualified == row.op and [list(t.shape) for t in c.tensors() if t.shape] == shapes), None
+    )
     if call is None:
         raise UsageError(
             f"cannot extract {row.name} (rank {row.rank}): not matched to a traced call "
@@ -128,11 +138,7 @@ def problem_source(call: OpCall, row: OpRow, origin: str, variants: list[list[Te
     params = ", ".join(f"x{i}" for i in range(len(tensors)))
     main = max(tensors, key=lambda t: torch.Size(t.shape).numel())
     dtype = dtype_name(main.dtype)
-    constraints = {
-        i: ("mask" if t.dtype == torch.bool else "fixed")
-        for i, t in enumerate(tensors)
-        if not t.dtype.is_floating_point
-    }
+    constraints = {i: _constraint(t) for i, t in enumerate(tensors) if not t.dtype.is_floating_point}
     meta: dict[str, object] = {
         "tags": ["extracted", call.qualified.split(".")[1]],
         "dtype": dtype if dtype in _PROBLEM_DTYPES else "float32",
@@ -175,13 +181,15 @@ def get_input_variants():
 
 
 def _variants(call: OpCall, calls: list[OpCall]) -> list[list[TensorArg]]:
-    signature, seen = _signature(call), {tuple(call.tensors())}
+    def key(c: OpCall) -> tuple[tuple[tuple[int, ...], torch.dtype], ...]:
+        return tuple((t.shape, t.dtype) for t in c.tensors())
+
+    signature, seen = _signature(call), {key(call)}
     found: list[list[TensorArg]] = []
     for other in calls:
-        key = tuple(other.tensors())
-        if other.op == call.op and key not in seen and _signature(other) == signature:
-            seen.add(key)
-            found.append(list(key))
+        if other.op == call.op and key(other) not in seen and _signature(other) == signature:
+            seen.add(key(other))
+            found.append(other.tensors())
     return found
 
 

@@ -100,7 +100,9 @@ def _match(name: str, shapes: list[list[int]], calls: list[OpCall]) -> OpCall | 
 def _inputs(call: OpCall | None, shapes: list[list[int]]) -> list[TensorSpec]:
     if call is not None:
         return [TensorSpec(shape=list(t.shape), dtype=dtype_name(t.dtype)) for t in call.tensors() if t.shape]
-    return [TensorSpec(shape=list(s), dtype="?") for s in shapes if s]
+    return [
+        TensorSpec(shape=[int(d) for d in s], dtype="?") for s in shapes if s and all(isinstance(d, int) for d in s)
+    ]
 
 
 def rank_ops(
@@ -127,6 +129,7 @@ def rank_ops(
         if not event.key.startswith("aten::") or time_us <= 0:
             continue
         shapes = [list(s) if isinstance(s, list | tuple) else [] for s in (event.input_shapes or [])]
+        shapes = [s if all(isinstance(d, int) for d in s) else [] for s in shapes]  # a tensor list: not matched on
         call = _match(event.key, shapes, calls)
         call_s = time_us * US / event.count
         rows.append(

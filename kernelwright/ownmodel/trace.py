@@ -22,14 +22,22 @@ from torch.utils.flop_counter import flop_registry
 
 @dataclass(frozen=True)
 class TensorArg:
-    """A tensor argument, by shape and dtype (its values are drawn fresh when extracted)."""
+    """A tensor argument, by shape and dtype (its values are drawn fresh when extracted); an
+    integer tensor also keeps the range its values took (indices must stay in bounds)."""
 
     shape: tuple[int, ...]
     dtype: torch.dtype
+    low: int = 0
+    high: int = 0  # exclusive; 0 for a floating or empty tensor
 
     @classmethod
     def of(cls, tensor: torch.Tensor) -> TensorArg:
-        return cls(tuple(int(d) for d in tensor.shape), tensor.dtype)
+        shape = tuple(int(d) for d in tensor.shape)
+        if tensor.dtype.is_floating_point or tensor.dtype.is_complex or tensor.dtype == torch.bool:
+            return cls(shape, tensor.dtype)
+        if tensor.numel() == 0:
+            return cls(shape, tensor.dtype)
+        return cls(shape, tensor.dtype, int(tensor.min()), int(tensor.max()) + 1)
 
 
 @dataclass(frozen=True)
@@ -58,8 +66,10 @@ class OpCall:
         return [leaf for leaf in leaves if isinstance(leaf, TensorArg)]
 
     def shape_key(self) -> tuple[tuple[int, ...], ...]:
-        """The non-scalar tensor shapes in argument order: what a profiler row is matched on."""
-        return tuple(t.shape for t in self.tensors() if t.shape)
+        """The shapes of the tensor arguments that are not scalars and not in a list, in argument
+        order: what a profiler row is matched on (its shapes leave tensor lists empty)."""
+        direct = [*self.args, *self.kwargs.values()]
+        return tuple(a.shape for a in direct if isinstance(a, TensorArg) and a.shape)
 
 
 def _replace_tensors(value: Any) -> Any:

@@ -100,3 +100,33 @@ def test_cli_extract_writes_a_file_problems_show_takes(tmp_path: Path, capsys: p
     with pytest.raises(SystemExit) as info:
         main(["problems", "show", str(path)])
     assert info.value.code == 0
+
+
+_LISTS_AND_INDICES = """
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(100, 32)
+
+    def forward(self, idx, y):
+        e = self.emb(idx)
+        return torch.cat([e, y], dim=-1)
+
+def make():
+    return M(), (torch.arange(64).reshape(4, 16), torch.randn(4, 16, 8))
+"""
+
+
+def test_a_tensor_list_and_integer_indices_are_written_faithfully(
+    model_file: Callable[[str], Path], tmp_path: Path
+) -> None:
+    loaded = load_model(f"{model_file(_LISTS_AND_INDICES)}:make", "cpu")
+    cat = materialize(resolve_problem(str(extract_op(loaded, "cat", tmp_path))))
+    assert [tuple(t.shape) for t in cat.inputs] == [(4, 16, 32), (4, 16, 8)]
+    torch.testing.assert_close(cat.make_model()(*cat.inputs), torch.cat(cat.inputs, -1), rtol=0, atol=0)
+    emb = resolve_problem(str(extract_op(loaded, "embedding", tmp_path)))
+    assert emb.meta.input_constraints == {1: "indices:64"}  # the range the trace saw: 0 to 63
+    inst = materialize(emb)
+    weight, idx = inst.inputs
+    assert idx.dtype == torch.int64 and int(idx.min()) >= 0 and int(idx.max()) < 64
+    torch.testing.assert_close(inst.make_model()(weight, idx), weight[idx], rtol=0, atol=0)
