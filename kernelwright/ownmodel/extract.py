@@ -8,7 +8,8 @@ other shapes the trace saw for the same op called the same way. A `PROBLEM` dict
 came from. The file loads with `problems.loader` like any problem, so every command takes it.
 
 What cannot be written is refused with one line (UsageError, exit 2): an op the trace never saw
-(a composite op, whose work is in the ops it calls, or one an op calls inside itself), an op with no tensor input, one that writes into its
+(a composite op, whose work is in the ops it calls, or one that runs inside another op, which
+the message names), an op with no tensor input, one that writes into its
 inputs, one returning something other than tensors, and arguments with no literal form (a device,
 a generator).
 """
@@ -105,11 +106,15 @@ def _call_for(row: OpRow, calls: list[OpCall]) -> OpCall:
     call = next(
         (c for c in calls if c.qualified == row.op and [list(t.shape) for t in c.tensors() if t.shape] == shapes), None
     )
+    if call is None and row.inside is not None:
+        raise UsageError(
+            f"cannot extract {row.name} (rank {row.rank}): it runs inside {row.inside}, which the trace saw",
+            hint=f"extract --op {row.inside.split(', ')[0]}",
+        )
     if call is None:
         raise UsageError(
-            f"cannot extract {row.name} (rank {row.rank}): not matched to a traced call "
-            "(a composite op, or one called inside another op)",
-            hint="extract the ops it calls or that call it, ranked in their own right",
+            f"cannot extract {row.name} (rank {row.rank}): a composite op, not seen below autograd",
+            hint="extract the ops it calls, ranked in their own right",
         )
     return call
 

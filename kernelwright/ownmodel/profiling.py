@@ -8,8 +8,10 @@ with `key_averages(group_by_input_shape=True)`, so an op at two shapes is two ro
 its *self* time (CPU time on the CPU, CUDA time on a GPU): what the op itself spent, its children
 not counted, so the rows never count a microsecond twice and their shares sum to at most 100% of
 the model's total (the sum of every profiled event's self time). Each `aten::` row is matched to a
-traced call by name and tensor shapes; a composite op (`aten::linear`) is not seen by the trace,
-since its work is in the ops it calls, which are ranked in their own right.
+traced call by name and tensor shapes. Two kinds of op are not seen by the trace: a composite op
+(`aten::linear`), whose work is in the ops it calls, ranked in their own right; and an op that
+runs inside another (`copy_` inside `addmm` on the CPU, `mkldnn_convolution` inside
+`convolution`): its row names the traced op it ran in (`inside`), the one to extract for it.
 
 Roofline, per call: bytes over the device's bandwidth, flops over the peak of the dtype's pipe
 (`hardware_specs.ceilings`: the spec table on a GPU, measured on a CPU, where only fp32 has a
@@ -68,9 +70,11 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def _roofline(call: OpCall | None, call_s: float, ceilings: Ceilings | None) -> dict[str, Any]:
+def _roofline(call: OpCall | None, call_s: float, ceilings: Ceilings | None, inside: str | None) -> dict[str, Any]:
+    if call is None and inside is not None:
+        return {"inside": inside, "roofline_note": f"n/a: runs inside {inside} (extract that for this time)"}
     if call is None:
-        return {"roofline_note": "n/a: not matched to a traced call (a composite op, or one called inside another op)"}
+        return {"roofline_note": "n/a: a composite op (its work is in the ops it calls, ranked in their own right)"}
     found: dict[str, Any] = {"flops": call.flops, "bytes": call.bytes}
     if ceilings is None:
         return found | {"roofline_note": "n/a: no bandwidth or peak known for this device"}
@@ -92,9 +96,41 @@ def _roofline(call: OpCall | None, call_s: float, ceilings: Ceilings | None) -> 
     return found | {"sol_s": sol, "bound": bound, "room": call_s / sol, "roofline_note": note}
 
 
-def _match(name: str, shapes: list[list[int]], calls: list[OpCall]) -> OpCall | None:
-    key = tuple(tuple(s) for s in shapes if s)
-    return next((c for c in calls if c.name == name and c.shape_key() == key), None)
+_Key = tuple[str, tuple[tuple[int, ...], ...]]
+
+
+def _shapes(raw: Any) -> list[list[int]]:
+    """A profiler event's input shapes; a tensor list (or anything but a flat shape) is []: not matched on."""
+    shapes = [list(s) if isinstance(s, list | tuple) else [] for s in (raw or [])]
+    return [s if all(isinstance(d, int) for d in s) else [] for s in shapes]
+
+
+def _key(name: str, shapes: list[list[int]]) -> _Key:
+    return name, tuple(tuple(s) for s in shapes if s)
+
+
+def _index(calls: list[OpCall]) -> dict[_Key, OpCall]:
+    """The first traced call per (name, shape key): what a profiler row is matched to."""
+    index: dict[_Key, OpCall] = {}
+    for call in calls:
+        index.setdefault((call.name, call.shape_key()), call)
+    return index
+
+
+def _hosts(events: Any, index: dict[_Key, OpCall]) -> dict[_Key, str]:
+    """For an op the trace did not see, the nearest traced op(s) it ran inside (`copy_` inside
+    `addmm`, `mkldnn_convolution` inside `convolution`): the one to extract for its time."""
+    hosts: dict[_Key, dict[str, None]] = {}
+    for event in events:
+        key = _key(event.name, _shapes(event.input_shapes))
+        if not event.name.startswith("aten::") or key in index:
+            continue
+        parent = event.cpu_parent
+        while parent is not None and _key(parent.name, _shapes(parent.input_shapes)) not in index:
+            parent = parent.cpu_parent
+        if parent is not None:
+            hosts.setdefault(key, {})[parent.name] = None
+    return {key: ", ".join(names) for key, names in hosts.items()}
 
 
 def _inputs(call: OpCall | None, shapes: list[list[int]]) -> list[TensorSpec]:
@@ -121,6 +157,8 @@ def rank_ops(
             loaded.forward()
         if loaded.device == Device.CUDA:
             torch.cuda.synchronize()
+    index = _index(calls)
+    hosts = _hosts(prof.events(), index)
     events = prof.key_averages(group_by_input_shape=True)
     total_us = sum(_self_time_us(e, loaded.device) for e in events)
     rows: list[OpRow] = []
@@ -128,9 +166,9 @@ def rank_ops(
         time_us = _self_time_us(event, loaded.device)
         if not event.key.startswith("aten::") or time_us <= 0:
             continue
-        shapes = [list(s) if isinstance(s, list | tuple) else [] for s in (event.input_shapes or [])]
-        shapes = [s if all(isinstance(d, int) for d in s) else [] for s in shapes]  # a tensor list: not matched on
-        call = _match(event.key, shapes, calls)
+        shapes = _shapes(event.input_shapes)
+        key = _key(event.key, shapes)
+        call = index.get(key)
         call_s = time_us * US / event.count
         rows.append(
             OpRow(
@@ -142,7 +180,7 @@ def rank_ops(
                 share=time_us / total_us if total_us else 0.0,
                 calls=event.count / iterations,
                 call_s=call_s,
-                **_roofline(call, call_s, ceilings),
+                **_roofline(call, call_s, ceilings, hosts.get(key)),
             )
         )
     rows.sort(key=lambda r: -r.time_s)

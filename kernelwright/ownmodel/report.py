@@ -27,6 +27,9 @@ class OpRow(BaseModel):
     bound: str | None = Field(default=None, description="memory or compute, where both bounds are known.")
     room: float | None = Field(default=None, description="call_s over sol_s: how far from the roofline.")
     roofline_note: str = Field(default="", description="Why the roofline is n/a, or what it rests on.")
+    inside: str | None = Field(
+        default=None, description="For an op the trace did not see: the traced op it ran inside (extract that one)."
+    )
 
 
 class Timing(BaseModel):

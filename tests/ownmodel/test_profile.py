@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -58,7 +59,7 @@ def test_json_validates_and_eager_is_timed(report: ModelProfile) -> None:
     assert report.compiled is None and "--no-compile" in report.compile_note
 
 
-def test_compiled_is_timed_beside_eager(model_file) -> None:  # type: ignore[no-untyped-def]
+def test_compiled_is_timed_beside_eager(model_file: Callable[[str], Path]) -> None:
     path = model_file("def make():\n    return nn.Sequential(nn.Linear(8, 8), nn.ReLU()), (torch.randn(4, 8),)\n")
     eager, compiled, note = time_model(load_model(f"{path}:make"), repeats=2, warmup=1)
     assert eager.repeats == 2
@@ -92,3 +93,19 @@ def test_cli_profile_prints_the_table_and_writes_json(
     assert "addmm" in text and "eager: median" in text
     report = ModelProfile.model_validate(json.loads(out.read_text()))
     assert report.device == "cpu" and len(report.ops) > 3
+
+
+def test_an_op_inside_another_names_its_host_and_extract_points_there(
+    model_file: Callable[[str], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = model_file("def make():\n    return nn.Conv1d(8, 8, 3), (torch.randn(2, 8, 32),)\n")
+    report = profile_model(load_model(f"{path}:make"), repeats=1, compile=False, ceilings=CEILINGS)
+    by_name = {op.name: op for op in report.ops}
+    assert by_name["aten::convolution"].op == "aten.convolution.default"
+    assert by_name["aten::conv1d"].inside is None and "composite" in by_name["aten::conv1d"].roofline_note
+    nested = [op for op in report.ops if op.inside == "aten::convolution"]
+    assert nested and all(op.room is None for op in nested)  # _convolution, the backend's kernel, ...
+    with pytest.raises(SystemExit) as info:
+        main(["model", "extract", f"{path}:make", "--op", nested[0].name, "--out", str(tmp_path), "--device", "cpu"])
+    assert info.value.code == 2
+    assert "runs inside aten::convolution" in capsys.readouterr().err
