@@ -25,7 +25,11 @@ class Evaluator(Protocol):
     """What the evaluate node needs of the harness (an `EvalSession` is one). An evaluator may also
     have `wait_ready()` (the warm session's spare worker), which the profile node calls first, and
     its `evaluate` may take `on_result(i, result)`, called as each candidate is decided (the
-    `EvalSession` and the `EvalPool` do), so the node keeps each result at once."""
+    `EvalSession` and the `EvalPool` do), so the node keeps each result at once. It may also have
+    `build_ahead(paths)`, which must return at once: the coder hands it each usable reply's draft as
+    the reply arrives (`nodes/ahead.py`), and the builds land in the build cache, where `evaluate`
+    finds them (an `EvalSession` has it; the `EvalPool` and the tests' fakes do not, and their
+    candidates are built when they are judged)."""
 
     def evaluate(self, candidates: list[Path]) -> list[EvalResult]: ...
 

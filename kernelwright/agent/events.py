@@ -100,6 +100,18 @@ class CandidateWritten(_Event):
     sha256: str
 
 
+class BuildAhead(_Event):
+    """A coder reply's draft handed to the evaluator to build while the step's other replies are
+    awaited (`nodes/ahead.py`); its candidate number comes later, with `CandidateWritten`."""
+
+    kind: Literal["build_ahead"] = "build_ahead"
+    sample: int = 0
+    """The step's sample it came from (from 1; 0 when the step asked for one)."""
+    sha256: str
+    path: str
+    """The draft's file, under the run's drafts/."""
+
+
 class CoderRetry(_Event):
     kind: Literal["coder_retry"] = "coder_retry"
     why: str
@@ -249,6 +261,7 @@ Event = Annotated[
     | RunPaused
     | RunResumed
     | CandidateWritten
+    | BuildAhead
     | CoderRetry
     | CandidateEvaluated
     | ProfileSkipped

@@ -4,6 +4,8 @@ config.json          the run's AgentConfig (no API key), so --resume needs only 
 checkpoints.sqlite   LangGraph's checkpoints (thread id = run id)
 candidates/NNN.py    every candidate, as written by the coder
 results/<sha>.json   its EvalResult, keyed by source hash, stored as soon as it exists
+drafts/<sha>.py      a coder reply's source as it arrived, built ahead of its evaluation (only the
+                     build cache is warmed from it: nothing judges or resumes from this folder)
 evidence/NNN/        the harness's evidence folder per candidate (source, result, worker log), and
                      on a GPU its profile: candidate.ncu-rep, digest.json, profile.json
 best.py              the best correct candidate, a drop-in file
@@ -49,6 +51,12 @@ def source_sha(source: str) -> str:
 
 def candidate_path(run_dir: Path, index: int) -> Path:
     return run_dir / "candidates" / f"{index:03d}.py"
+
+
+def draft_path(run_dir: Path, sha: str) -> Path:
+    """Where a draft is built ahead (`nodes/ahead.py`): named by its source, so a draft that comes
+    twice (two samples, or a resumed step) is one file."""
+    return run_dir / "drafts" / f"{sha[:16]}.py"
 
 
 def stored_result(run_dir: Path, sha: str) -> EvalResult | None:

@@ -114,7 +114,10 @@ class EvalPool:
     """The agent's `Evaluator` over several devices: one warm `EvalSession` per slot, each in a
     pinned worker process; `evaluate` hands each candidate to the first free device and returns
     the results in the caller's order, each with `hardware["slot"]` naming its device. `log`
-    holds where and when each candidate was judged."""
+    holds where and when each candidate was judged.
+
+    It has no `build_ahead` (the `Evaluator` protocol's optional head start): the coder writes no
+    drafts for it, and each candidate is built by the session of the device that judges it."""
 
     def __init__(
         self,

@@ -12,7 +12,9 @@ happens to one candidate is the pipeline in `harness/phases/`.
 from __future__ import annotations
 
 import contextlib
+import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -60,6 +62,8 @@ class EvalSession:
         # Builds ahead (a batch): candidates it built already are not built again, ones it is
         # building are waited for (`Prebuilder.build_now`).
         self.prebuilder = prebuilder
+        self.ahead: Prebuilder | None = None  # its own builds ahead (`build_ahead`): None until the first
+        self._ahead_lock = threading.Lock()
         refuse_unless_isolated(opts.sandbox, cuda=opts.device == "cuda")
         scratch_root = capacity.scratch_root()
         footprint = measure(problem, opts.size)  # shapes only: nothing is allocated here
@@ -117,6 +121,23 @@ class EvalSession:
         if not self._spare_ready:  # the worker says "ready" once
             self._spare_ready = CandidateClient(self._spares[0][1]).ready(timeout_s).ok
         return self._spare_ready
+
+    def build_ahead(self, candidates: list[Path]) -> None:
+        """Start building these into the build cache and return at once (the agent's coder hands
+        each draft over as its reply arrives). A later `evaluate` of the same source, at any path,
+        finds the build in the cache, or waits at the key's lock for the one still running: the
+        cache's key is the extension's sources and flags, not the candidate's path. The builds are
+        the batch's prebuilder's where the session has one, else a `Prebuilder` of the session's
+        own, made at the first call and closed with the session. Call it between evaluations (as
+        the agent's coder does): a `Prebuilder` stays out of the timing phases that begin after it
+        is made, not of one already running."""
+        builder = self.prebuilder
+        if builder is None:
+            with self._ahead_lock:
+                if self.ahead is None:
+                    self.ahead = Prebuilder(self.opts, parallel=self.opts.build_jobs or os.cpu_count() or 1)
+                builder = self.ahead
+        builder.submit(self.problem, candidates)
 
     def baseline_ms(self) -> dict[str, float]:
         """The reference's median times (ms) under each baseline (eager, torch.compile), timed once
@@ -178,6 +199,10 @@ class EvalSession:
 
     def close(self) -> None:
         self._kill_spares()
+        with self._ahead_lock:
+            ahead, self.ahead = self.ahead, None
+        if ahead is not None:
+            ahead.close()  # what it built stays in the cache
         self.ctx.closing = True
         prepared = self.ctx.prepared
         if prepared is not None:

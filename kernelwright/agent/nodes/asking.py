@@ -10,7 +10,7 @@ import asyncio
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -29,6 +29,9 @@ from kernelwright.agent.tools import run_tool_calls
 from kernelwright.errors import EnvironmentProblem
 
 T = TypeVar("T", bound=BaseModel)
+OnAnswer = Callable[[int, str], None]
+"""Told of each reply as it arrives (its prompt's position, its text), while the others are still
+awaited: the coder hands a usable draft to the evaluator to build ahead (`nodes/ahead.py`)."""
 STREAM_EVENT_INTERVAL_S = 0.25
 """At most four TokensStreamed events a second per request: a live line, not a token log."""
 LEFT_OUT = "characters left out here so that the prompt fits the model's context"
@@ -146,9 +149,17 @@ async def _ask_all(
     config: AgentConfig,
     deps: Deps,
     compress: llm.Compress,
+    on_answer: OnAnswer | None = None,
 ) -> list[llm.Outcome | BaseException]:
     model = deps.models[role]
     numbered = len(prompts) > 1
+
+    async def told(index: int, call: Awaitable[llm.Outcome]) -> llm.Outcome:
+        outcome = await call
+        if on_answer is not None:
+            on_answer(index, outcome.reply.message.text)
+        return outcome
+
     calls = [
         llm.acall(
             sampling.at_temperature(model, sample.temperature) if sample is not None else model,
@@ -161,7 +172,7 @@ async def _ask_all(
         )
         for i, (prompt, sample) in enumerate(zip(prompts, samples, strict=True))
     ]
-    return await asyncio.gather(*calls, return_exceptions=True)
+    return await asyncio.gather(*(told(i, call) for i, call in enumerate(calls)), return_exceptions=True)
 
 
 def ask_many(
@@ -172,6 +183,7 @@ def ask_many(
     *,
     compress: llm.Compress | None = None,
     samples: Sequence[Sample] | None = None,
+    on_answer: OnAnswer | None = None,
 ) -> list[Answer]:
     """One reply per prompt, all requests in flight at once, in the prompts' order. A sample that
     fails (an API error after retries, a timeout, a prompt too long) is an `Answer` with `error`
@@ -179,12 +191,15 @@ def ask_many(
     Anything else raised (a bug, a scripted run leaving its script) is raised as it is.
 
     `samples` (one per prompt) names each request (its key goes in the request's metadata, which
-    only callbacks and the scripted model read) and the temperature it is drawn at (`sampling.py`)."""
+    only callbacks and the scripted model read) and the temperature it is drawn at (`sampling.py`).
+    `on_answer(i, text)` hears of prompt i's reply as soon as it arrives, on the LLM loop's thread,
+    while the other requests go on: it must not block (nor raise: what it raises is that sample's
+    failure, a bug raised here)."""
     if samples is not None and len(samples) != len(prompts):
         raise ValueError(f"{len(samples)} samples for {len(prompts)} prompts")
     base = deps.models[role]
     named: Sequence[Sample | None] = samples if samples is not None else [None] * len(prompts)
-    results = llm.run_sync(_ask_all(role, prompts, named, config, deps, compress or shorten_longest))
+    results = llm.run_sync(_ask_all(role, prompts, named, config, deps, compress or shorten_longest, on_answer))
     for result in results:
         if isinstance(result, BaseException) and not isinstance(result, EnvironmentProblem):
             raise result

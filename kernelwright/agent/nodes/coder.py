@@ -13,7 +13,8 @@ An idea may name other parents to combine with its own (`IdeaRecord.also`: "the 
 the epilogue of 5"): their sources follow the base, each clipped to `ALSO_SOURCE_CHARS` with a
 marker, on the idea's first turn (a repair's base is the draft that already combined them). With
 `--width K` each of an idea's K requests is named by its `SampleKey` and drawn at its temperature
-from `sampling.temperature_schedule`."""
+from `sampling.temperature_schedule`. Each reply with usable code is handed to the evaluator to
+build as soon as it arrives, while the others are awaited (`ahead.py`)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from kernelwright.agent.configuration import AgentConfig
 from kernelwright.agent.deps import Deps
 from kernelwright.agent.events import CoderRetry
 from kernelwright.agent.nodes import context
+from kernelwright.agent.nodes.ahead import build_ahead_hook
 from kernelwright.agent.nodes.asking import ask_many
 from kernelwright.agent.nodes.common import (
     PROMPTS,
@@ -209,7 +211,9 @@ def coder(state: AgentState, config: RunnableConfig) -> Command[Literal["coder",
     draft_ideas: list[int] = []
     whys: list[str] = []
     usage: dict[str, float] = {}
-    answers = ask_many("coder", [prompt for _, prompt, _ in prompts], cfg, deps, samples=samples)  # all at once
+    # all at once; each usable reply starts building as it arrives (`ahead.py`)
+    on_answer = build_ahead_hook(cfg, deps, [base for _, _, base in prompts])
+    answers = ask_many("coder", [prompt for _, prompt, _ in prompts], cfg, deps, samples=samples, on_answer=on_answer)
     for (number, _, base), answer in zip(prompts, answers, strict=True):
         usage = add_usage(usage, answer.usage)
         if answer.error is not None:  # a failed sample never holds the step: the others go on
