@@ -105,8 +105,8 @@ class BuildAhead(_Event):
     awaited (`nodes/ahead.py`); its candidate number comes later, with `CandidateWritten`."""
 
     kind: Literal["build_ahead"] = "build_ahead"
-    sample: int = 0
-    """The step's sample it came from (from 1; 0 when the step asked for one)."""
+    sample: int
+    """The step's sample it came from (from 1)."""
     sha256: str
     path: str
     """The draft's file, under the run's drafts/."""

@@ -256,8 +256,7 @@ class RunProgress:
         self._note(f"reply unusable: {e.why}")
 
     def _on_build_ahead(self, e: Any) -> None:
-        who = f"sample {e.sample}'s draft" if e.sample else "the draft"
-        self._note(f"{who} is building ahead of its evaluation")
+        self._note(f"sample {e.sample}'s draft is building while the other replies come")
 
     def _on_candidate_written(self, e: Any) -> None:
         cand = self.candidates.setdefault(e.index, Candidate(index=e.index, round=e.round))

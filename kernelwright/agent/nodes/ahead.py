@@ -12,7 +12,12 @@ is a cache hit, or waits for the build ahead still in flight at that key's lock.
 Nothing is judged from `drafts/`: results stay keyed by the source's sha under results/, so a
 resumed run judges what it judged before. A source judged already (a resumed step) is not built
 again. A build ahead that cannot start is only a lost head start: logged, and the evaluation
-builds the candidate itself and reports what goes wrong."""
+builds the candidate itself and reports what goes wrong.
+
+The step's last reply to arrive is not built ahead: the evaluate node starts building it as soon
+as it is in, so a build ahead would only start a second worker beside that one. When a request
+failed, the last reply that does come is built ahead all the same: a worker started for nothing,
+never a wrong result."""
 
 from __future__ import annotations
 
@@ -38,7 +43,12 @@ def build_ahead_hook(cfg: AgentConfig, deps: Deps, bases: Sequence[str | None]) 
     if build is None:
         return None
 
+    awaited = [len(bases)]  # replies still to come (a failed request never comes)
+
     def on_answer(index: int, text: str) -> None:
+        awaited[0] -= 1
+        if awaited[0] <= 0:  # the last one: the evaluation builds it at once
+            return
         source = read_reply(text, bases[index]).source
         if source is None:  # no usable code: the coder says why once every reply is in
             return
@@ -56,6 +66,6 @@ def build_ahead_hook(cfg: AgentConfig, deps: Deps, bases: Sequence[str | None]) 
         except KernelwrightError as exc:
             log.warning("building sample %d ahead did not start (its evaluation builds it): %s", index + 1, exc)
             return
-        deps.events.emit(BuildAhead(sample=index + 1 if len(bases) > 1 else 0, sha256=sha, path=str(path)))
+        deps.events.emit(BuildAhead(sample=index + 1, sha256=sha, path=str(path)))
 
     return on_answer
