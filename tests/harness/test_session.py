@@ -40,7 +40,11 @@ def test_a_warm_session_keeps_every_verdict_and_starts_the_next_worker_ahead(tmp
         assert session.wait_ready(1)  # and asking again does not wait for a second "ready"
         [first] = session.evaluate([write_case(tmp_path, CORRECT.name, CORRECT.source())])
         assert first.verdict.value == "correct", first.message
-        assert set(first.timings) == {"candidate", "eager"} and first.speedups["eager"].ratio > 0
+        assert set(first.timings) == {"candidate", "eager"}
+        # A speedup, or the harness's word for a machine too busy to tell (CI's 2 cores under -n auto
+        # once gave the latter): never a number it does not trust.
+        withheld = {f.code for f in first.flags} & {"baselines_disagree", "device_contended"}
+        assert ("eager" in first.speedups and first.speedups["eager"].ratio > 0) or withheld, first.message
         for name in names:
             assert session.wait_ready(120)  # started after the previous call's timing ended
             case = _BY_NAME[name]
