@@ -168,9 +168,28 @@ class Behaviour:
     fix_wrong: float = 0.5
     """A repair turn (its failed draft shown) fixes a build error / a wrong output with these chances."""
     duplicate: float = 0.15
-    """A prompt's 2nd, 3rd... sample repeats its 1st exactly with this chance (low temperature)."""
+    """A prompt's 2nd, 3rd... sample repeats its 1st exactly with this chance at the base temperature;
+    the chance falls with `heat` to none at 1.0."""
+    hot_spread: float = 1.5
+    """A refinement's spread is the technique's times (1 + hot_spread * heat): hotter draws wander further."""
+    hot_faults: float = 1.0
+    """A draft's build and output fault rates are the technique's times (1 + hot_faults * heat)."""
     noise_sd: float = 0.03
     """The measured speedup is the kernel's times exp(N(0, noise_sd))."""
+
+
+BASE_TEMPERATURE = 0.2
+"""The coder's configured temperature in these runs (AgentConfig's default)."""
+
+
+def heat(temperature: float | None) -> float:
+    """How far a sample's temperature is from the base towards 1.0 (the API's default), in [0, 1]:
+    0 at the base (or no temperature), 1 at 1.0 and above. The stand-in's whole model of
+    temperature: hotter samples repeat each other less, wander further from their parent, and break
+    more often. These are the assumptions a schedule's comparison rests on (benchmarks/search)."""
+    if temperature is None:
+        return 0.0
+    return min(max((temperature - BASE_TEMPERATURE) / (1.0 - BASE_TEMPERATURE), 0.0), 1.0)
 
 
 # -- the stand-in chat model ------------------------------------------------------------------------
@@ -192,9 +211,9 @@ class World:
     seen: dict[str, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def draw(self, role: str, messages: list[BaseMessage]) -> random.Random:
+    def draw(self, role: str, messages: list[BaseMessage], temperature: float | None = None) -> random.Random:
         """This call's random source: keyed by the prompt and how often it was sent before; a
-        coder prompt's later sample may repeat its first (`Behaviour.duplicate`)."""
+        coder prompt's later sample may repeat its first (`Behaviour.duplicate`, less when hot)."""
         text = _VOLATILE.sub("", "\n".join(str(m.content) for m in messages))
         for s in self.scrub:
             text = text.replace(s, "RUN")
@@ -204,7 +223,7 @@ class World:
             n = self.seen.get(key, 0)
             self.seen[key] = n + 1
         own = random.Random(f"{key}:{n}")
-        if role == "coder" and n > 0 and own.random() < self.behaviour.duplicate:
+        if role == "coder" and n > 0 and own.random() < self.behaviour.duplicate * (1.0 - heat(temperature)):
             return random.Random(f"{key}:0")
         return own
 
@@ -241,10 +260,12 @@ def _section(prompt: str, title: str) -> str:
     return block.group(1) if block else ""
 
 
-def code_reply(world: World, rng: random.Random, prompt: str) -> str:
+def code_reply(world: World, rng: random.Random, prompt: str, temperature: float | None = None) -> str:
     """A candidate file for the coder's prompt: a repair of the draft shown, a refinement of the
-    parent shown, or a kernel written afresh in the plan's technique (see the module's docstring)."""
+    parent shown, or a kernel written afresh in the plan's technique (see the module's docstring),
+    drawn at `temperature` (`heat`)."""
     b, problem = world.behaviour, world.problem
+    hot = heat(temperature)
     plan = prompt.split("# Problem", 1)[0]
     intent = _INTENT.search(plan)
     switch_to = intent.group(2) if intent else None
@@ -259,11 +280,12 @@ def code_reply(world: World, rng: random.Random, prompt: str) -> str:
         if refine:
             assert base is not None
             technique = base.group(1)
-            progress = float(base.group(2)) + rng.gauss(b.step_mean, problem.techniques[technique].step_sd)
+            spread = problem.techniques[technique].step_sd * (1.0 + b.hot_spread * hot)
+            progress = float(base.group(2)) + rng.gauss(b.step_mean, spread)
         else:
             technique = switch_to or rng.choice(problem.obvious)
             progress = rng.uniform(0.0, b.fresh_max)
-        t, scale = problem.techniques[technique], (b.refine_fault if refine else 1.0)
+        t, scale = problem.techniques[technique], (b.refine_fault if refine else 1.0) * (1.0 + b.hot_faults * hot)
         roll = rng.random()
         fault = "build" if roll < t.p_build * scale else "wrong" if roll < (t.p_build + t.p_wrong) * scale else "none"
     progress = min(max(progress, 0.0), 1.0)
@@ -292,6 +314,8 @@ class SimChat(BaseChatModel):
     world: Any
     role: str
     model_name: str = "sim"
+    temperature: float | None = BASE_TEMPERATURE
+    """Set per sample by the coder's schedule (`sampling.at_temperature` copies the model)."""
 
     @property
     def _llm_type(self) -> str:
@@ -300,13 +324,13 @@ class SimChat(BaseChatModel):
     def _answer(self, messages: list[BaseMessage]) -> tuple[AIMessage, float]:
         """Chosen when the call is made (before any await), so the draws follow the calls' order."""
         world: World = self.world
-        rng = world.draw(self.role, messages)
+        rng = world.draw(self.role, messages, self.temperature)
         delay = rng.uniform(*world.behaviour.latency)
         prompt = str(messages[-1].content)
         if self.role == "planner":
             text = plan_reply(world, rng, prompt)
         elif self.role == "coder":
-            text = code_reply(world, rng, prompt)
+            text = code_reply(world, rng, prompt, self.temperature)
         else:
             text = REVIEW
         tokens_in = sum(len(str(m.content)) for m in messages) // 4
@@ -550,7 +574,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=10, help="runs at once (threads; runs mostly sleep)")
     ap.add_argument("--json", type=Path, help="write every run and the table here")
     ap.add_argument("--keep", action="store_true", help="keep the runs' folders (a temporary folder, printed)")
+    ap.add_argument(
+        "--schedule",
+        choices=["spread", "flat"],
+        default="spread",
+        help="the samples' temperatures: the agent's schedule (spread from 0.2 up to 1.0), or all at 0.2",
+    )
     args = ap.parse_args(argv)
+    if args.schedule == "flat":  # every sample at the base temperature: the code before the schedule
+        from kernelwright.agent.nodes import coder
+
+        coder.temperature_schedule = lambda base, width, cap=1.0: [base] * width  # type: ignore[assignment]
     behaviour = Behaviour(latency=_span(args.latency), judge_s=args.judge)
     settings = [Setting(*map(int, s.split("x"))) for s in args.settings.split(",")]
     problems = [PROBLEMS[p] for p in args.problems.split(",")]
@@ -585,7 +619,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"runs kept in {home / 'runs'}")
     print(
         f"{len(rows)} runs in {time.monotonic() - began:.0f} s; seeds 0-{args.seeds - 1}, {args.rounds} rounds, "
-        f"latency {args.latency} s, judging {args.judge} s/candidate, {args.jobs} runs at once"
+        f"latency {args.latency} s, judging {args.judge} s/candidate, {args.jobs} runs at once, "
+        f"temperatures {args.schedule}"
     )
     if args.json:
         args.json.write_text(
