@@ -76,3 +76,18 @@ def send(
             time.sleep(chunk_delay_s)
     handler.wfile.write(b"data: [DONE]\n\n")
     handler.wfile.flush()
+
+
+TEMPERATURE_REFUSED = {
+    "message": "Unsupported value: 'temperature' does not support 0.2 with this model. Only the default (1) "
+    "value is supported.",
+    "type": "invalid_request_error",
+    "param": "temperature",
+    "code": "unsupported_value",
+}
+"""OpenAI's 400 error body for a reasoning model given a temperature (its wording, 2025)."""
+
+
+def refusing(param: str, error: dict[str, Any]) -> Any:
+    """A stub answer: a 400 with `error` for a request that sends `param`, else "ok"."""
+    return lambda body, n: (400, {"error": error}) if param in body else (200, completion(body["model"], content="ok"))

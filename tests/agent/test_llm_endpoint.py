@@ -28,7 +28,7 @@ from kernelwright.agent.nodes.asking import LEFT_OUT, ask, ask_many, ask_structu
 from kernelwright.agent.scripted import ScriptedSession, cut, slow
 from kernelwright.errors import EnvironmentProblem, ExitCode
 from tests.agent.helpers import FakeEvaluator, config
-from tests.agent.sse_stub import completion, send
+from tests.agent.sse_stub import TEMPERATURE_REFUSED, completion, refusing, send
 
 Handler = Callable[[dict[str, Any], int], tuple[int, dict[str, Any]]]
 
@@ -214,16 +214,7 @@ def test_a_refused_temperature_is_dropped_for_the_rest_of_the_run(
     endpoint: tuple[Endpoint, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     stub, url = endpoint
-    refusal = {
-        "message": "Unsupported value: 'temperature' does not support 0.2 with this model. Only the default (1) "
-        "value is supported.",
-        "type": "invalid_request_error",
-        "param": "temperature",
-        "code": "unsupported_value",
-    }
-    stub.answer = lambda body, n: (
-        (400, {"error": refusal}) if "temperature" in body else (200, completion(body["model"], content="ok"))
-    )
+    stub.answer = refusing("temperature", TEMPERATURE_REFUSED)
     cfg, deps, seen = _run(url, monkeypatch)
     assert ask("coder", _prompt(), cfg, deps).text == "ok"
     assert stub.requests[0]["temperature"] == 0.2 and "temperature" not in stub.requests[1]

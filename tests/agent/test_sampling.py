@@ -23,7 +23,7 @@ from kernelwright.agent.sampling import (
 )
 from kernelwright.agent.scripted import Keyed, Reply, ScriptedSession, ScriptExhausted, keyed, slow
 from tests.agent.helpers import FakeEvaluator, code, config, review
-from tests.agent.sse_stub import completion
+from tests.agent.sse_stub import TEMPERATURE_REFUSED, refusing
 from tests.agent.test_llm_endpoint import Endpoint, _run, endpoint  # noqa: F401  (the stub endpoint fixture)
 
 
@@ -147,16 +147,7 @@ def test_a_refused_temperature_stays_dropped_for_every_later_sample(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     stub, url = endpoint
-    refusal = {
-        "message": "Unsupported value: 'temperature' does not support 0.2 with this model. Only the default (1) "
-        "value is supported.",
-        "type": "invalid_request_error",
-        "param": "temperature",
-        "code": "unsupported_value",
-    }
-    stub.answer = lambda body, n: (
-        (400, {"error": refusal}) if "temperature" in body else (200, completion(body["model"], content="ok"))
-    )
+    stub.answer = refusing("temperature", TEMPERATURE_REFUSED)
     cfg, deps, _ = _run(url, monkeypatch)
     samples = [Sample(SampleKey(1, 1, k + 1), t) for k, t in enumerate(temperature_schedule(0.2, 2))]
     assert [a.text for a in ask_many("coder", [_prompt()] * 2, cfg, deps, samples=samples)] == ["ok", "ok"]

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from kernelwright.agent.scripted import ScriptedSession
+from kernelwright.agent.scripts.rounds import session_of
 
 _HEADER = '''import torch
 import torch.nn as nn
@@ -109,12 +110,10 @@ def session() -> ScriptedSession:
             "lesson": "For memory-bound elementwise ops on the CPU, one vectorized pass is the whole game.",
         },
     ]
-    return ScriptedSession(
-        name="relu-cpu (scripted)",
-        script={
-            "planner": [{"plan": p, "expected_speedup": s} for p, s in plans],
-            "coder": [SLOW, BROKEN, FIX, HACK, UNHACK, FAST],
-            "reviewer": list(reviews),
-        },
-        expected_verdicts=["correct", "build_error", "correct", "rejected", "correct", "correct"],
+    return session_of(
+        "relu-cpu",
+        plans,
+        [SLOW, BROKEN, FIX, HACK, UNHACK, FAST],
+        reviews,
+        ["correct", "build_error", "correct", "rejected", "correct", "correct"],
     )

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from kernelwright.agent.scripted import ScriptedSession
+from kernelwright.agent.scripts.rounds import session_of
 
 _HEADER = '''import torch
 import torch.nn as nn
@@ -150,12 +151,10 @@ def session() -> ScriptedSession:
             "lesson": "Memory-bound elementwise kernels want a full grid and 16-byte accesses.",
         },
     ]
-    return ScriptedSession(
-        name="relu-cuda (scripted)",
-        script={
-            "planner": [{"plan": p, "expected_speedup": s} for p, s in plans],
-            "coder": [SLOW, BROKEN, FIX, HACK, UNHACK, FAST],
-            "reviewer": list(reviews),
-        },
-        expected_verdicts=["correct", "build_error", "correct", "rejected", "correct", "correct"],
+    return session_of(
+        "relu-cuda",
+        plans,
+        [SLOW, BROKEN, FIX, HACK, UNHACK, FAST],
+        reviews,
+        ["correct", "build_error", "correct", "rejected", "correct", "correct"],
     )

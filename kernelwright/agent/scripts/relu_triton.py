@@ -14,6 +14,7 @@ a kernel is accepted is the timing's call on the day (an honest "not faster" is 
 from __future__ import annotations
 
 from kernelwright.agent.scripted import ScriptedSession
+from kernelwright.agent.scripts.rounds import session_of
 
 _FILE = """import torch
 import torch.nn as nn
@@ -70,12 +71,4 @@ def session() -> ScriptedSession:
             "lesson": "For a memory-bound elementwise op the block size moves little once the grid is full.",
         },
     ]
-    return ScriptedSession(
-        name="relu-triton (scripted)",
-        script={
-            "planner": [{"plan": p, "expected_speedup": s} for p, s in plans],
-            "coder": [TAIL_BUG, TAIL_FIX, WIDE],
-            "reviewer": list(reviews),
-        },
-        expected_verdicts=["incorrect", "correct", "correct"],
-    )
+    return session_of("relu-triton", plans, [TAIL_BUG, TAIL_FIX, WIDE], reviews, ["incorrect", "correct", "correct"])
