@@ -56,6 +56,11 @@ class ProblemMeta(BaseModel):
     atol: float | None = Field(default=None, gt=0, description="Absolute tolerance override.")
     rtol: float | None = Field(default=None, gt=0, description="Relative tolerance override.")
     description: str = Field(default="", description="One line saying what the problem computes.")
+    region: dict[str, str] | None = Field(
+        default=None,
+        description="Where an extracted region came from (`kernelwright model extract --region`): kind "
+        "('module'), path (the dotted submodule path in the model) and spec (FILE.py:FACTORY).",
+    )
     input_constraints: dict[int, str] = Field(
         default_factory=dict,
         description="Per position in get_inputs(): how the fuzzer may redraw it (see InputConstraint).",
