@@ -63,3 +63,13 @@ class StructuredOutput(StrEnum):
     JSON_SCHEMA = "json_schema"
     JSON_MODE = "json_mode"
     PLAIN_JSON = "plain_json"
+
+
+class TemperatureSchedule(StrEnum):
+    """The temperatures of an idea's `--width` samples (`agent/sampling.temperature_schedule`)."""
+
+    FLAT = "flat"
+    """Every sample at the coder's temperature: the default (benchmarks/search/README.md: the spread
+    schedule did not beat it)."""
+    SPREAD = "spread"
+    """The first sample at the coder's temperature, the others evenly up to 1.0."""

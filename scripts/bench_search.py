@@ -63,7 +63,7 @@ from kernelwright.config import load_settings
 from kernelwright.harness.result import EvalResult
 from kernelwright.harness.timing.stats import Speedup
 from kernelwright.harness.verdicts import Reason, Verdict
-from kernelwright.vocabulary import Size, StructuredOutput
+from kernelwright.vocabulary import Size, StructuredOutput, TemperatureSchedule
 
 TECHNIQUES = ("plain", "vectorised", "shared_memory", "tensor_cores")
 SNIPPET = {  # what the candidate shows, so `techniques.tags` puts it in its technique's niche
@@ -444,9 +444,12 @@ class Setting:
         return f"{self.ideas}x{self.width}"
 
 
-def run_one(problem: Problem, setting: Setting, seed: int, behaviour: Behaviour, rounds: int) -> dict[str, Any]:
+def run_one(
+    problem: Problem, setting: Setting, seed: int, behaviour: Behaviour, rounds: int, schedule: TemperatureSchedule
+) -> dict[str, Any]:
     """One agent run; when (wall seconds, model calls) it first judged a candidate that beats the target."""
     flags = RunFlags(
+        temperature_schedule=schedule,
         size=Size.SMALL,
         scripted="sim-search",
         model="sim",
@@ -576,15 +579,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the runs' folders (a temporary folder, printed)")
     ap.add_argument(
         "--schedule",
-        choices=["spread", "flat"],
-        default="spread",
-        help="the samples' temperatures: the agent's schedule (spread from 0.2 up to 1.0), or all at 0.2",
+        choices=[str(s) for s in TemperatureSchedule],
+        default=str(TemperatureSchedule.FLAT),
+        help="the samples' temperatures (the agent's --temperature-schedule): flat, all at 0.2 (the agent's "
+        "default), or spread from 0.2 up to 1.0",
     )
     args = ap.parse_args(argv)
-    if args.schedule == "flat":  # every sample at the base temperature: the code before the schedule
-        from kernelwright.agent.nodes import coder
-
-        coder.temperature_schedule = lambda base, width, cap=1.0: [base] * width  # type: ignore[assignment]
+    schedule = TemperatureSchedule(args.schedule)
     behaviour = Behaviour(latency=_span(args.latency), judge_s=args.judge)
     settings = [Setting(*map(int, s.split("x"))) for s in args.settings.split(",")]
     problems = [PROBLEMS[p] for p in args.problems.split(",")]
@@ -595,12 +596,14 @@ def main(argv: list[str] | None = None) -> int:
         KERNELWRIGHT_MEMORY_DB=str(home / "memory.sqlite"),
     )
     try:
-        run_one(problems[0], settings[0], -1, behaviour, 1)  # warm-up (imports, first-run caches): not counted
+        run_one(
+            problems[0], settings[0], -1, behaviour, 1, schedule
+        )  # warm-up (imports, first-run caches): not counted
         jobs = [(p, s, seed) for seed in range(args.seeds) for p in problems for s in settings]
         began = time.monotonic()
         rows: list[dict[str, Any]] = []
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            for row in pool.map(lambda job: run_one(job[0], job[1], job[2], behaviour, args.rounds), jobs):
+            for row in pool.map(lambda job: run_one(job[0], job[1], job[2], behaviour, args.rounds, schedule), jobs):
                 rows.append(row)
                 print(f"\r{len(rows)}/{len(jobs)} runs", end="", file=sys.stderr, flush=True)
     finally:

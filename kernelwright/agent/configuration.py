@@ -20,7 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from kernelwright.agent.prices import PRICE_TABLE_DATE, Price, known_price
 from kernelwright.config import Settings
 from kernelwright.errors import UsageError
-from kernelwright.vocabulary import Backend, Device, Policy, Size, StructuredOutput
+from kernelwright.vocabulary import Backend, Device, Policy, Size, StructuredOutput, TemperatureSchedule
 
 T = TypeVar("T")
 Role = Literal["planner", "coder", "reviewer"]
@@ -85,6 +85,7 @@ class RunFlags:
     coder_retries: int | None = None
     no_code_retries: int | None = None
     width: int | None = None
+    temperature_schedule: TemperatureSchedule | None = None
     ideas: int | None = None
     seed: int | None = None
     base_url: str | None = None
@@ -136,6 +137,7 @@ class RunFlags:
             coder_retries=given(self.coder_retries, c.coder_retries),
             no_code_retries=given(self.no_code_retries, c.no_code_retries),
             width=given(self.width, c.width),
+            temperature_schedule=given(self.temperature_schedule, c.temperature_schedule),
             ideas=given(self.ideas, c.ideas),
             seed=given(self.seed, c.seed),
             base_url=given(self.base_url, c.base_url),
@@ -174,6 +176,9 @@ class RunFlags:
             size=None if flags.size is None else Size(flags.size),
             policy=None if flags.policy is None else Policy(flags.policy),
             structured_method=None if flags.structured_method is None else StructuredOutput(flags.structured_method),
+            temperature_schedule=None
+            if flags.temperature_schedule is None
+            else TemperatureSchedule(flags.temperature_schedule),
         )
 
 
@@ -201,6 +206,8 @@ class AgentConfig:
     no_code_retries: int = 2
     width: int = 1
     """Samples the coder draws per idea (`--width K`), all in flight at once."""
+    temperature_schedule: TemperatureSchedule = TemperatureSchedule.FLAT
+    """The samples' temperatures (`--temperature-schedule`; `sampling.temperature_schedule`)."""
     ideas: int = 1
     """Distinct ideas the planner proposes per round, each from its own parent (`--ideas N`; `parents.py`)."""
     seed: int = 0
@@ -352,6 +359,9 @@ class AgentConfig:
         if self.structured_method not in tuple(StructuredOutput):
             choices = ", ".join(StructuredOutput)
             raise UsageError(f"--structured-output must be one of {choices}, not {str(self.structured_method)!r}")
+        if self.temperature_schedule not in tuple(TemperatureSchedule):
+            choices = ", ".join(TemperatureSchedule)
+            raise UsageError(f"--temperature-schedule must be one of {choices}, not {str(self.temperature_schedule)!r}")
         if self.target <= 0:
             raise UsageError(f"--target must be positive, not {self.target}")
         if self.width < 1:

@@ -32,7 +32,7 @@ from kernelwright.agent.state import CandidateRecord, ProfileRecord
 from kernelwright.errors import UsageError
 from kernelwright.harness.result import EvalResult
 from kernelwright.harness.sandbox.isolation import redact
-from kernelwright.vocabulary import Backend, Device, Policy, Size, StructuredOutput
+from kernelwright.vocabulary import Backend, Device, Policy, Size, StructuredOutput, TemperatureSchedule
 
 log = logging.getLogger(__name__)
 SUMMARY_SCHEMA_VERSION = 1
@@ -42,6 +42,7 @@ _VOCABULARY: dict[str, type[StrEnum]] = {
     "size": Size,
     "policy": Policy,
     "structured_method": StructuredOutput,
+    "temperature_schedule": TemperatureSchedule,
 }
 
 

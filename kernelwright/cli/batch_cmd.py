@@ -18,7 +18,7 @@ from rich.console import Console
 
 from kernelwright.cli.context import AppState
 from kernelwright.errors import ExitCode, UsageError
-from kernelwright.vocabulary import Backend, Device, DeviceChoice, Policy, SandboxMode, Size
+from kernelwright.vocabulary import Backend, Device, DeviceChoice, Policy, SandboxMode, Size, TemperatureSchedule
 
 if TYPE_CHECKING:
     from kernelwright.batch.engine import BatchOutcome
@@ -252,10 +252,16 @@ def optimize_command(
         typer.Option(
             "--width",
             min=1,
-            help="Samples the coder draws per idea, all at once: the first at --temperature, the others spread "
-            "evenly up to 1.0.",
+            help="Samples the coder draws per idea, all at once (their temperatures: --temperature-schedule).",
         ),
     ] = 1,
+    temperature_schedule: Annotated[
+        Optional[TemperatureSchedule],
+        typer.Option(
+            "--temperature-schedule",
+            help="The temperatures of an idea's --width samples: flat (default), every sample at --temperature; or spread, the first at --temperature and the others evenly up to 1.0 (width 3 at 0.2: 0.2, 0.6, 1.0). benchmarks/search/README.md: spread did not beat flat.",
+        ),
+    ] = None,
     policy: PolicyOpt = None,
     price_in: Annotated[Optional[float], typer.Option("--price-in", help="USD per 1k prompt tokens.")] = None,
     price_out: Annotated[Optional[float], typer.Option("--price-out", help="USD per 1k completion tokens.")] = None,
@@ -303,6 +309,7 @@ def optimize_command(
         temperature=temperature,
         size=size,
         width=width,
+        temperature_schedule=temperature_schedule,
         policy=policy,
         price_in_per_1k=price_in,
         price_out_per_1k=price_out,

@@ -11,7 +11,7 @@ import typer
 
 from kernelwright.cli.context import AppState
 from kernelwright.errors import ExitCode, UsageError
-from kernelwright.vocabulary import Backend, Device, DeviceChoice, Policy, Size, StructuredOutput
+from kernelwright.vocabulary import Backend, Device, DeviceChoice, Policy, Size, StructuredOutput, TemperatureSchedule
 
 if TYPE_CHECKING:
     from kernelwright.agent.configuration import AgentConfig, RunFlags
@@ -34,6 +34,7 @@ _PARAM_FIELDS = {
     "policy": "policy",
     "scripted": "scripted",
     "width": "width",
+    "temperature_schedule": "temperature_schedule",
     "ideas": "ideas",
     "seed": "seed",
     "coder_retries": "coder_retries",
@@ -145,8 +146,8 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--temperature",
                 min=0,
-                help="Sampling temperature (default: llm_temperature, else 0.2). With --width K the coder's first "
-                "sample of an idea is drawn at it and the others spread evenly up to 1.0 (never cooler than it).",
+                help="Sampling temperature (default: llm_temperature, else 0.2); with --width K, see "
+                "--temperature-schedule.",
             ),
         ] = None,
         max_output: Annotated[
@@ -185,11 +186,17 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--width",
                 min=1,
-                help="Samples the coder draws per idea, all requested at once, judged as one batch; sample k at "
-                "its own temperature: the first at --temperature, the others spread evenly up to 1.0 (width 3 "
-                "at 0.2: 0.2, 0.6, 1.0).",
+                help="Samples the coder draws per idea, all requested at once, judged as one batch (their "
+                "temperatures: --temperature-schedule).",
             ),
         ] = 1,
+        temperature_schedule: Annotated[
+            Optional[TemperatureSchedule],
+            typer.Option(
+                "--temperature-schedule",
+                help="The temperatures of an idea's --width samples: flat (default), every sample at --temperature; or spread, the first at --temperature and the others evenly up to 1.0 (width 3 at 0.2: 0.2, 0.6, 1.0). benchmarks/search/README.md: spread did not beat flat.",
+            ),
+        ] = None,
         ideas: Annotated[
             int,
             typer.Option(
@@ -297,6 +304,7 @@ def register(app: typer.Typer) -> None:
             size=size,
             scripted=scripted,
             width=width,
+            temperature_schedule=temperature_schedule,
             ideas=ideas,
             seed=seed,
             coder_retries=coder_retries,

@@ -22,18 +22,30 @@ from kernelwright.agent.sampling import (
     temperature_schedule,
 )
 from kernelwright.agent.scripted import Keyed, Reply, ScriptedSession, ScriptExhausted, keyed, slow
+from kernelwright.errors import UsageError
+from kernelwright.vocabulary import TemperatureSchedule
 from tests.agent.helpers import FakeEvaluator, code, config, review
 from tests.agent.sse_stub import TEMPERATURE_REFUSED, refusing
 from tests.agent.test_llm_endpoint import Endpoint, _run, endpoint  # noqa: F401  (the stub endpoint fixture)
 
 
-def test_the_schedule_keeps_the_first_sample_and_spreads_the_others_up_to_the_cap() -> None:
-    assert temperature_schedule(0.2, 1) == [0.2]  # --width 1: what it always was
-    assert temperature_schedule(0.2, 2) == [0.2, 1.0]
-    assert temperature_schedule(0.2, 5) == [0.2, 0.4, 0.6, 0.8, 1.0]
-    assert temperature_schedule(0.0, 3, cap=0.8) == [0.0, 0.4, 0.8]
-    assert temperature_schedule(1.3, 3) == [1.3, 1.3, 1.3]  # never cooler than asked
-    assert temperature_schedule(None, 3) == [None, None, None]  # the model's own default stands
+def test_the_spread_schedule_keeps_the_first_sample_and_spreads_the_others_up_to_the_cap() -> None:
+    spread = TemperatureSchedule.SPREAD
+    assert temperature_schedule(0.2, 1, spread) == [0.2]  # --width 1: what it always was
+    assert temperature_schedule(0.2, 2, spread) == [0.2, 1.0]
+    assert temperature_schedule(0.2, 5, spread) == [0.2, 0.4, 0.6, 0.8, 1.0]
+    assert temperature_schedule(0.0, 3, spread, cap=0.8) == [0.0, 0.4, 0.8]
+    assert temperature_schedule(1.3, 3, spread) == [1.3, 1.3, 1.3]  # never cooler than asked
+    assert temperature_schedule(None, 3, spread) == [None, None, None]  # the model's own default stands
+    with pytest.raises(ValueError):
+        temperature_schedule(0.2, 0, spread)
+
+
+def test_the_default_schedule_is_flat_as_the_search_benchmark_found() -> None:
+    assert config().temperature_schedule is TemperatureSchedule.FLAT
+    assert temperature_schedule(0.2, 4) == [0.2] * 4
+    assert temperature_schedule(0.7, 3, TemperatureSchedule.FLAT) == [0.7, 0.7, 0.7]
+    assert temperature_schedule(None, 2) == [None, None]
     with pytest.raises(ValueError):
         temperature_schedule(0.2, 0)
 
@@ -56,7 +68,9 @@ KEYS = [(1, 1, 1), (1, 1, 2), (1, 2, 1), (1, 2, 2)]
 MARKERS = {key: f"correct none {speed}" for key, speed in zip(KEYS, ("0.7", "0.8", "0.9", "0.95"), strict=True)}
 
 
-def _keyed_run(order: list[tuple[int, int, int]], delays: list[float]) -> tuple[runner.RunOutcome, ScriptedSession]:
+def _keyed_run(
+    order: list[tuple[int, int, int]], delays: list[float], schedule: str | None = "spread"
+) -> tuple[runner.RunOutcome, ScriptedSession]:
     """A run of 2 ideas x 2 samples whose coder replies are keyed, listed in `order` and each
     taking its delay, so they finish in another order than they were asked in."""
     coder: list[Reply | Keyed] = [keyed(*k, slow(code(MARKERS[k]), d)) for k, d in zip(order, delays, strict=True)]
@@ -64,13 +78,14 @@ def _keyed_run(order: list[tuple[int, int, int]], delays: list[float]) -> tuple[
         {"planner": [_ideas("vectorise with float4", "a plain row loop")], "coder": coder, "reviewer": [review()]}
     )
     models = {role: session.model(role, 0.2) for role in ("planner", "coder", "reviewer")}
-    cfg = config(ideas=2, width=2, max_rounds=1, memory=False)  # the second run starts as the first did
+    flags: dict[str, Any] = {} if schedule is None else {"temperature_schedule": schedule}
+    cfg = config(ideas=2, width=2, max_rounds=1, memory=False, **flags)  # the second run starts as the first did
     return runner.run(cfg, runner.RunParts(models, FakeEvaluator(), scripted=session)), session  # type: ignore[arg-type]
 
 
 def test_keyed_replies_give_the_same_candidates_for_the_same_keys_whatever_order_they_finish_in() -> None:
     first, session = _keyed_run(KEYS, [0.4, 0.0, 0.25, 0.1])
-    again, _ = _keyed_run(list(reversed(KEYS)), [0.3, 0.0, 0.4, 0.15])
+    again, flat = _keyed_run(list(reversed(KEYS)), [0.3, 0.0, 0.4, 0.15], schedule=None)
 
     def by_key(outcome: runner.RunOutcome) -> dict[tuple[int, int, int], str]:
         marks = {}
@@ -88,6 +103,7 @@ def test_keyed_replies_give_the_same_candidates_for_the_same_keys_whatever_order
     assert [t for _, t in session.asked["coder"]] == [0.2, 1.0, 0.2, 1.0]  # sample 2 of each idea drawn hotter
     usage = [e for e in first.events if isinstance(e, UsageUpdated) and e.role == "coder"]
     assert sorted((e.sample, e.temperature) for e in usage) == [(1, 0.2), (2, 1.0), (3, 0.2), (4, 1.0)]
+    assert [t for _, t in flat.asked["coder"]] == [0.2] * 4  # the default: every sample at the coder's own
 
 
 def test_a_repair_turn_has_its_own_key_and_an_unkeyed_request_takes_the_ordered_replies() -> None:
@@ -133,7 +149,8 @@ def test_the_endpoint_gets_each_samples_temperature_and_never_its_key(
 ) -> None:
     stub, url = endpoint
     cfg, deps, seen = _run(url, monkeypatch)
-    samples = [Sample(SampleKey(1, 1, k + 1), t) for k, t in enumerate(temperature_schedule(0.2, 3))]
+    spread = temperature_schedule(0.2, 3, TemperatureSchedule.SPREAD)
+    samples = [Sample(SampleKey(1, 1, k + 1), t) for k, t in enumerate(spread)]
     answers = ask_many("coder", [_prompt()] * 3, cfg, deps, samples=samples)
     assert all(a.error is None for a in answers)
     assert sorted(body["temperature"] for body in stub.requests) == [0.2, 0.6, 1.0]
@@ -163,5 +180,21 @@ def test_optimize_help_states_the_schedule(capsys: pytest.CaptureFixture[str], m
     monkeypatch.setenv("COLUMNS", "200")  # rich wraps help to the terminal's width
     assert run_cli(["optimize", "--help"]) == 0
     out = " ".join(capsys.readouterr().out.replace("│", " ").split())
-    assert "the first at --temperature, the others spread evenly up to 1.0 (width 3 at 0.2: 0.2, 0.6, 1.0)" in out
-    assert "With --width K the coder's first sample of an idea is drawn at it" in out
+    assert "flat (default), every sample at --temperature" in out
+    assert "the first at --temperature and the others evenly up to 1.0 (width 3 at 0.2: 0.2, 0.6, 1.0)" in out
+    assert "spread did not beat flat" in out
+
+
+def test_a_runs_schedule_is_kept_for_its_resume(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from kernelwright.agent import runs
+
+    cfg = replace(config(temperature_schedule="spread", run_id="spread-run"), runs_dir=tmp_path)
+    assert cfg.temperature_schedule == TemperatureSchedule.SPREAD
+    runs.save_config(cfg)
+    assert runs.load_config(tmp_path, "spread-run").temperature_schedule is TemperatureSchedule.SPREAD
+    with pytest.raises(UsageError, match="--temperature-schedule must be one of flat, spread, not 'hot'"):
+        config(temperature_schedule="hot")
+    with pytest.raises(ValueError):
+        temperature_schedule(0.2, 2, "hot")  # type: ignore[arg-type]

@@ -195,7 +195,7 @@ def coder(state: AgentState, config: RunnableConfig) -> Command[Literal["coder",
     # One prompt per idea (its plan, its parent as the base), or the repaired draft's idea alone.
     turns = [repair.get("idea", 0)] if repair is not None else list(range(len(ideas)))
     turn = state.get("attempt", 0) + state.get("no_code_replies", 0) + 1  # each coder turn adds one to either
-    schedule = temperature_schedule(cfg.role("coder").temperature, cfg.width)
+    schedule = temperature_schedule(cfg.role("coder").temperature, cfg.width, cfg.temperature_schedule)
     prompts = []
     samples = []
     for number in turns:
