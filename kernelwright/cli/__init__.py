@@ -20,6 +20,7 @@ from kernelwright.cli import (
     demo_cmd,
     doctor_cmd,
     eval_cmd,
+    export_cmd,
     memory_cmd,
     model_cmd,
     optimize_cmd,
@@ -58,6 +59,7 @@ for _module in (
     ask_cmd,
     tui_cmd,
     model_cmd,
+    export_cmd,
 ):
     _module.register(app)
 
