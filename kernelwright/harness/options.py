@@ -68,6 +68,9 @@ class TimingPlan(BaseModel):
     time_cap_s: float = 20.0
     input_sets: int = 3
     memory_budget_bytes: int = 2 << 30
+    blocks: int = 4
+    """Consecutive timing blocks the batches are grouped into (the speedup interval covers the drift
+    between them: `timing.stats.block_interval`); the stopping rule waits for one batch per block."""
 
 
 @dataclass(frozen=True)

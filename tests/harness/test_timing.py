@@ -319,3 +319,49 @@ def test_side_stream_work_is_suspected_and_normal_work_is_not() -> None:
     assert side_fr.hidden_work is not None, side_fr.model_dump(exclude={"stats"})
     assert normal_fr.hidden_work is None, normal_fr.model_dump(exclude={"stats"})
     assert side_fr.stats.median_ms < normal_fr.stats.median_ms / 5  # what a naive event timer would report
+
+
+def test_blocks_split_the_budget_and_carry_their_sizes() -> None:
+    # constant times converge at min_reps; with 4 blocks the stopping rule waits for 4 batches (one
+    # per block), which min_reps=10 at batch 3 needs anyway: the same sample budget, now in blocks
+    log: list[tuple[str, int]] = []
+    timer = ScriptedTimer(log, {"sum": 1.0, "cumsum": 2.0}.__getitem__)
+    res = time_interleaved(_recording_fns(log), _input_sets(3), timer=timer, min_reps=10, batch=3, blocks=4)
+    assert res.stop_reason == "converged" and res.batches == 4 and res.blocks == 4
+    assert all(fr.stats.block_sizes == [3, 3, 3, 3] and fr.reps == 12 for fr in res.fns.values())
+    # a low min_reps no longer stops before every block has a batch
+    log2: list[tuple[str, int]] = []
+    timer2 = ScriptedTimer(log2, {"sum": 1.0, "cumsum": 2.0}.__getitem__)
+    res2 = time_interleaved(_recording_fns(log2), _input_sets(3), timer=timer2, min_reps=3, batch=3, blocks=4)
+    assert res2.batches == 4 and res2.fns["sum"].stats.block_sizes == [3, 3, 3, 3]
+
+
+def test_drift_between_blocks_reaches_the_speedup_interval() -> None:
+    # the baseline's time steps up by 20% halfway through the phase (another tenant, a clock change):
+    # the blocks see it and the speedup's interval spans both levels
+    from kernelwright.harness.timing.stats import speedup
+
+    log: list[tuple[str, int]] = []
+    calls = {"sum": 0}
+
+    def clock(name: str) -> float:
+        if name == "cumsum":
+            return 1.0
+        calls["sum"] += 1
+        return 2.0 if calls["sum"] <= 12 else 2.4
+
+    timer = ScriptedTimer(log, clock)
+    res = time_interleaved(
+        _recording_fns(log), _input_sets(3), timer=timer, min_reps=24, max_reps=24, batch=3, blocks=4, wall_reps=0
+    )
+    assert res.batches == 8 and res.fns["sum"].stats.block_sizes == [6, 6, 6, 6]
+    sp = speedup("sum", res.fns["sum"].stats, res.fns["cumsum"].stats)
+    assert sp.block_ratios == [2.0, 2.0, 2.4, 2.4]
+    assert sp.ci_low < 2.0 and sp.ci_high > 2.4
+
+
+def test_block_sizes_group_batches() -> None:
+    assert timing.block_sizes([3, 3, 3, 3, 3, 3, 3, 3, 2], 4) == [9, 6, 6, 5]
+    assert timing.block_sizes([3, 3], 4) == [3, 3]
+    assert timing.block_sizes([3], 4) == []
+    assert timing.block_sizes([3, 3, 3], 1) == []

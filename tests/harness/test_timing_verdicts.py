@@ -64,3 +64,15 @@ def test_a_call_of_a_few_microseconds_is_reported_with_a_warning_and_unchanged()
     # just above the line, and a real-size call: no warning
     for median in (0.0101, 0.5):
         assert "short_calls" not in {f.code for f in _judge(candidate=_fn(median), eager=_fn(1.0)).flags}
+
+
+def test_host_bound_speedups_carry_the_stated_floor_in_the_interval_and_the_message() -> None:
+    """Calls under 0.1 ms: the interval is at least ratio / 1.4 to ratio x 1.4 (run-to-run spread
+    of per-call overheads), said in the message; the ratio itself is unchanged."""
+    small = _judge(candidate=_fn(0.044), compile=_fn(0.107))
+    sp = small.speedups["compile"]
+    assert round(sp.ratio, 2) == 2.43 and sp.floor_factor == 1.4
+    assert round(sp.ci_low, 2) == round(sp.ratio / 1.4, 2) and round(sp.ci_high, 2) == round(sp.ratio * 1.4, 2)
+    assert "x/÷1.4" in small.message and "0.1 ms" in small.message
+    big = _judge(candidate=_fn(0.5), compile=_fn(1.0))
+    assert big.speedups["compile"].floor_factor == 1.0 and "x/÷" not in big.message

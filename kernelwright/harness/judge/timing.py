@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from kernelwright.harness.judge.decision import Decision, ending
 from kernelwright.harness.result import Flag
-from kernelwright.harness.timing.stats import Speedup, TimingStats, speedup
+from kernelwright.harness.timing.stats import HOST_BOUND_MS, Speedup, TimingStats, speedup
 from kernelwright.harness.verdicts import Reason, Verdict
 from kernelwright.harness.workers.messages import CleanFigures, TimingReport
 
@@ -88,6 +88,13 @@ def judge_timing(report: TimingReport) -> Decision:
         return Decision(Verdict.REJECTED, Reason.SIDE_STREAM, hidden, flags=tuple(flags), updates=updates)
     parts = [f"{name} {s.ratio:.2f}x [{s.ci_low:.2f}, {s.ci_high:.2f}]" for name, s in speedups.items()]
     note = f"; speedup vs {', '.join(parts)}" if parts else ""
+    floored = [name for name, s in speedups.items() if s.floor_factor > 1.0]
+    if floored:
+        factor = max(speedups[name].floor_factor for name in floored)
+        note += (
+            f" (intervals at least x/÷{factor:g}: calls under {HOST_BOUND_MS:g} ms are decided by per-call "
+            "overheads that differ between processes)"
+        )
     return Decision(note=note, flags=tuple(flags), updates={**updates, "speedups": speedups})
 
 

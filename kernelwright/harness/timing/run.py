@@ -192,6 +192,7 @@ def time_candidate(
         batch=pool.count,
         refresh=pool.refresh,
         after_call=sample,
+        blocks=plan.blocks,
     )
     patched = timer_functions_intact()
     figures = CandidateTiming(
@@ -248,6 +249,7 @@ def time_baselines(job: TimingJob, baselines: Baselines, spacer_ms: float = 0.0)
         batch=pool.count,
         refresh=pool.refresh,
         wall_reps=0,
+        blocks=plan.blocks,
     )
     return {
         name: {"median_ms": fn.stats.median_ms, "ci_low_ms": fn.stats.ci_low_ms, "ci_high_ms": fn.stats.ci_high_ms}

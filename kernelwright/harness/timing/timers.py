@@ -5,6 +5,10 @@ How a measurement is taken (the harness contract's "fast means"):
   cannot answer a timed call from an earlier one;
 - the functions compared are interleaved round-robin in every batch, and the order is rotated every
   round, so slow drift (clocks, temperature, other tenants) falls on all of them alike;
+- the batches are grouped into `blocks` consecutive stretches (at least one batch each; the stopping
+  rule waits for one batch per block, so the sample budget is split, not grown), and every fn's
+  samples carry the block sizes: the speedup's interval widens with the drift between blocks
+  (`stats.block_interval`), which a bootstrap of the pooled samples would miss;
 - on CUDA each call is bracketed by events on the current stream after an L2 flush, and the host waits
   once per batch, not per call, so synchronisation does not pace the GPU;
 - per function, a few device-wide-synchronised wall times are taken as well: an event-timed median far
@@ -269,6 +273,24 @@ class InterleavedResult(BaseModel):
     warmup: int
     batches: int
     elapsed_s: float
+    blocks: int = 1
+    """How many consecutive blocks the batches were grouped into (see `time_interleaved`)."""
+
+
+def block_sizes(batch_rounds: Sequence[int], blocks: int) -> list[int]:
+    """Samples per block when the batches (each giving every fn `batch_rounds[i]` samples) are grouped
+    into `blocks` consecutive blocks of near-equal batch counts (the earlier blocks one batch longer);
+    fewer blocks when there are fewer batches; empty for a single block."""
+    k = min(blocks, len(batch_rounds))
+    if k <= 1:
+        return []
+    base, extra = divmod(len(batch_rounds), k)
+    sizes, start = [], 0
+    for i in range(k):
+        stop = start + base + (1 if i < extra else 0)
+        sizes.append(sum(batch_rounds[start:stop]))
+        start = stop
+    return sizes
 
 
 def _report_call(
@@ -296,6 +318,7 @@ def time_interleaved(
     wall_reps: int = 10,
     refresh: Callable[[], None] | None = None,
     after_call: Callable[[str, int, object], None] | None = None,
+    blocks: int = 1,
 ) -> InterleavedResult:
     """Time every fn on rotated input sets, interleaved, until each median's CI is within target_rel_ci.
 
@@ -305,13 +328,16 @@ def time_interleaved(
     `input_sets` new values: with `batch` equal to the number of sets, every timed call of a fn
     sees values that fn has never seen). `after_call(name, set_index, output)` runs right after
     each timed call, outside its timed region (the harness keeps a sample of outputs to check).
+    The batches are grouped into `blocks` consecutive blocks of near-equal batch counts (fewer when
+    the cap or `max_reps` stops it first): convergence waits for `blocks` batches, and each fn's
+    stats carry the samples per block (`TimingStats.block_sizes`).
     """
     if not fns:
         raise ValueError("time_interleaved needs at least one function")
     if not input_sets:
         raise ValueError("time_interleaved needs at least one input set")
-    if min(min_reps, max_reps, batch) < 1 or min(warmup, wall_reps) < 0 or min_reps > max_reps:
-        raise ValueError("need 1 <= min_reps <= max_reps, batch >= 1, warmup >= 0, wall_reps >= 0")
+    if min(min_reps, max_reps, batch, blocks) < 1 or min(warmup, wall_reps) < 0 or min_reps > max_reps:
+        raise ValueError("need 1 <= min_reps <= max_reps, batch >= 1, blocks >= 1, warmup >= 0, wall_reps >= 0")
     names = list(fns)
     offset = {name: i for i, name in enumerate(names)}
     n_sets = len(input_sets)
@@ -331,6 +357,7 @@ def time_interleaved(
     t_start = _perf_counter_ns()
     deadline = t_start + int(time_cap_s * 1e9)
     batches = 0
+    batch_rounds: list[int] = []  # samples each fn got in each batch
     round_index = 0
     with torch.no_grad():
         if refresh is not None:
@@ -362,8 +389,10 @@ def time_interleaved(
             for name, ms in zip(order, times, strict=True):
                 samples[name].append(ms)
             batches += 1
+            batch_rounds.append(rounds)
             n_now = len(samples[names[0]])
-            if n_now >= min_reps and all(converged(summarize(samples[n]), target_rel_ci) for n in names):
+            enough = n_now >= min_reps and batches >= blocks
+            if enough and all(converged(summarize(samples[n]), target_rel_ci) for n in names):
                 stop_reason = "converged"
                 break
             if _perf_counter_ns() >= deadline:
@@ -388,9 +417,10 @@ def time_interleaved(
             take_walls(2 * wall_reps)
     elapsed_s = (_perf_counter_ns() - t_start) / 1e9
 
+    sizes = block_sizes(batch_rounds, blocks)
     results: dict[str, FnTiming] = {}
     for name in names:
-        stats = summarize(samples[name])
+        stats = summarize(samples[name], sizes)
         results[name] = FnTiming(
             name=name,
             stats=stats,
@@ -413,6 +443,7 @@ def time_interleaved(
         warmup=warmup,
         batches=batches,
         elapsed_s=elapsed_s,
+        blocks=max(1, len(sizes)),
     )
     log.debug(
         "time_interleaved: %s after %d batches, %.2f s: %s",
