@@ -11,7 +11,7 @@ torch loads inside the commands: `kernelwright --help` stays quick.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
@@ -24,6 +24,7 @@ from kernelwright.harness.baselines import DEFAULT_BASELINES, parse_baselines
 from kernelwright.vocabulary import DeviceChoice, Policy
 
 if TYPE_CHECKING:
+    from kernelwright.harness.options import EvalOptions
     from kernelwright.harness.result import EvalResult
     from kernelwright.ownmodel import LoadedModel, ModelProfile, OpRow, Timing
     from kernelwright.ownmodel.regions import RegionRow
@@ -235,8 +236,9 @@ def _speedups(result: EvalResult) -> str:
 def _print_verdict(label: str, result: EvalResult) -> None:
     colour = {"correct": "green", "incorrect": "red", "rejected": "magenta"}.get(result.verdict.value, "yellow")
     reason = f" ({result.reason.value})" if result.reason else ""
-    out.print(f"{label}: [{colour}]{result.verdict.value}[/]{escape(reason)}: {_speedups(result)}", highlight=False)
-    out.print(f"  {escape(result.message)}", highlight=False)
+    line = f"{label}: [{colour}]{result.verdict.value}[/]{escape(reason)}: {_speedups(result)}"
+    out.print(line, highlight=False, soft_wrap=True)
+    out.print(f"  {escape(result.message)}", highlight=False, soft_wrap=True)
 
 
 @model_app.command("verify")
@@ -284,7 +286,7 @@ def verify(
     check_candidate_files([p.candidate for p in pairs], loaded.device)
     files = write_verify(loaded, pairs, out_dir)
 
-    def options(policy: Policy | None) -> Any:
+    def options(policy: Policy | None) -> EvalOptions:
         return eval_options(
             state.settings(),
             loaded.device,
@@ -311,11 +313,13 @@ def verify(
         typer.echo(json.dumps(doc, indent=2))
     else:
         names = ", ".join(f"{path or '(the model)'} ← {c}" for path, (_, c) in files.regions.items())
-        out.print(f"{escape(spec)} on {whole.device}, with {escape(names)}", highlight=False)
+        out.print(f"{escape(spec)} on {whole.device}, with {escape(names)}", highlight=False, soft_wrap=True)
         _print_verdict("end to end", whole)
         for path, result in per_region.items():
             _print_verdict(f"region {path or '(the model)'}", result)
-        err.print(f"files: {escape(str(files.problem))}, {escape(str(files.candidate))}", highlight=False)
+        err.print(
+            f"files: {escape(str(files.problem))}, {escape(str(files.candidate))}", highlight=False, soft_wrap=True
+        )
     return worst([whole.exit_code, *(r.exit_code for r in per_region.values())])
 
 

@@ -113,16 +113,18 @@ SUPPORTED = ", ".join(t.__name__ for t in _LAYERS) + " and Sequentials of them"
 
 def _check(module: nn.Module) -> None:
     cls = type(module)
+    if module._buffers:
+        names = ", ".join(module._buffers)
+        raise NotStandalone(f"its {cls.__name__} holds buffers ({names}): state a problem file cannot carry")
     if cls not in _LAYERS and cls is not nn.Sequential:
         standard = next((t for t in (*_LAYERS, nn.Sequential) if isinstance(module, t)), None)
         if standard is not None:
             raise NotStandalone(f"a {cls.__name__}, a subclass of nn.{standard.__name__} (its code is the user's)")
+        if cls.__module__.startswith("torch."):
+            raise NotStandalone(f"a {cls.__name__}: only {SUPPORTED} are written standalone")
         raise NotStandalone(f"a {cls.__name__}, a class of the model's own: only {SUPPORTED} are written standalone")
     if "forward" in vars(module):
         raise NotStandalone(f"its {cls.__name__}'s forward is replaced on the instance")
-    if module._buffers:
-        names = ", ".join(module._buffers)
-        raise NotStandalone(f"its {cls.__name__} holds buffers ({names}): state a problem file cannot carry")
 
 
 def _suffix(name: str) -> str:

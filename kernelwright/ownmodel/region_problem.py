@@ -129,8 +129,9 @@ PROBLEM = {meta!r}
 
 
 class Model({code.base}):
-    """The model's {region.path or "module"} as {code.base} builds it: its parameters keep the model's
-    names, so the model's state_dict for it loads here (a ModelNew must keep them too)."""
+    """The model's {region.path or "module"} as {code.base} builds it. Its parameters keep the
+    model's names, so the model's state_dict for it loads here; a ModelNew must keep those names
+    and draw its parameters as this class does (e.g. from a {code.base} built the same way)."""
 
     def __init__(self{params}):
         super().__init__({code.super_args})

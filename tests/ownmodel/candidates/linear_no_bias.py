@@ -1,6 +1,8 @@
-"""A WRONG region candidate (it skips the bias) for an nn.Linear (the MLP example's `up`): C++ in the fast-build form, one
-output element per (row, column), parameters named as nn.Linear names them (weight, bias), so the
-model's state_dict for the region loads into it strictly."""
+"""A WRONG region candidate for an nn.Linear (the MLP example's `up`): it skips the bias.
+C++ in the fast-build form, one output element per (row, column), single-threaded (no second
+OpenMP runtime beside torch's). Its parameters are drawn as the problem's `Model` (an nn.Linear)
+draws them and keep their names (weight, bias), so the model's state_dict for the region loads
+into it strictly."""
 
 import torch
 import torch.nn as nn
@@ -11,7 +13,6 @@ SOURCE = r"""
 #include <cstdint>
 
 extern "C" int linear(const float* x, const float* w, const float* b, float* y, int64_t m, int64_t k, int64_t n) {
-    #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < m; ++i) {
         for (int64_t j = 0; j < n; ++j) {
             const float* xr = x + i * k;
@@ -31,8 +32,8 @@ lib = load_kernels("kw_test_region_linear_no_bias", SOURCE, {"linear": "ptr, ptr
 class ModelNew(nn.Module):
     def __init__(self, in_features, out_features):
         super().__init__()
-        self.weight = nn.Parameter(torch.empty(out_features, in_features))
-        self.bias = nn.Parameter(torch.empty(out_features))
+        reference = nn.Linear(in_features, out_features)  # drawn as the problem's Model draws them
+        self.weight, self.bias = reference.weight, reference.bias
 
     def forward(self, x):
         rows = x.contiguous().reshape(-1, x.shape[-1])

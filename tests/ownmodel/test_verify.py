@@ -1,0 +1,119 @@
+"""`model verify`: the whole model against itself with a region replaced by its candidate, judged
+by the harness (the path `kernelwright eval` takes), so a wrong candidate is caught there."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernelwright.cli import main
+from kernelwright.harness.checks.static.analysis import analyze_candidate
+from kernelwright.ownmodel import RegionCandidate, load_model, write_verify
+from kernelwright.problems import resolve_problem
+from kernelwright.problems.instance import materialize
+from tests.ownmodel.conftest import EXAMPLE
+
+CANDIDATES = Path(__file__).parent / "candidates"
+CORRECT, NO_BIAS = CANDIDATES / "linear_cpp.py", CANDIDATES / "linear_no_bias.py"
+
+# The MLP example at a size that keeps the harness's trials and timing short on a CPU.
+_SMALL_MLP = f"""
+import sys
+sys.path.insert(0, {str(EXAMPLE.parent)!r})
+from mlp_block import mlp_block
+
+def small():
+    return mlp_block(batch=64, dim=128, hidden=256)
+
+def broken():
+    return mlp_block(batch=64, dim=128, hidden=256)[0], (torch.randn(64, 129),)
+"""
+
+
+@pytest.fixture
+def small_mlp(model_file: Callable[[str, str], Path]) -> str:
+    return f"{model_file(_SMALL_MLP, 'small_mlp.py')}:small"
+
+
+def test_the_written_problem_is_the_model_and_the_candidate_passes_the_static_checks(
+    small_mlp: str, tmp_path: Path
+) -> None:
+    loaded = load_model(small_mlp, "cpu")
+    files = write_verify(loaded, [RegionCandidate("up", CORRECT)], tmp_path / "verify")
+    inst = materialize(resolve_problem(str(files.problem)))
+    torch.manual_seed(42)
+    model = inst.make_model().eval()
+    assert model.model.state_dict().keys() == loaded.module.state_dict().keys()
+    with torch.no_grad():
+        torch.testing.assert_close(model(*inst.inputs), loaded.module(*inst.inputs))
+    source = files.candidate.read_text()
+    assert "class _KwRegion0(nn.Module):" in source and "_KwRegion0(*[128, 256])" in source
+    analysis = analyze_candidate(source)
+    assert analysis.backend == "cpp" and not analysis.rejections, analysis.rejections
+    region_problem, candidate = files.regions["up"]
+    assert resolve_problem(str(region_problem)).meta.region == {"kind": "module", "path": "up", "spec": small_mlp}
+    assert candidate == CORRECT
+
+
+@pytest.mark.slow  # a C++ build and the harness's workers
+def test_a_correct_candidate_is_correct_in_place_with_speedups(
+    small_mlp: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["model", "verify", small_mlp, "--region", f"up={CORRECT}", "--device", "cpu", "--baselines", "eager"]
+    with pytest.raises(SystemExit) as info:
+        main([*args, "--out", str(tmp_path / "verify"), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    result = doc["result"]
+    assert info.value.code == 0, result["message"]
+    assert result["verdict"] == "correct" and result["policy"] == "engineering"
+    assert set(result["timings"]) == {"candidate", "eager"} and result["timings"]["candidate"]["n"] > 0
+    # A speedup with its interval, or the harness's word for a machine too busy to tell (as in
+    # tests/harness/test_session.py): never a number it does not trust.
+    withheld = {f["code"] for f in result["flags"]} & {"baselines_disagree", "device_contended"}
+    eager = result["speedups"].get("eager")
+    assert (eager is not None and eager["ci_low"] <= eager["ratio"] <= eager["ci_high"]) or withheld, result
+
+
+@pytest.mark.slow  # a C++ build and the harness's workers
+def test_a_candidate_that_skips_the_bias_is_incorrect_in_place_and_alone(
+    small_mlp: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["model", "verify", small_mlp, "--region", f"up={NO_BIAS}", "--device", "cpu", "--no-timing", "--each"]
+    with pytest.raises(SystemExit) as info:
+        main([*args, "--out", str(tmp_path / "verify")])
+    assert info.value.code == 1
+    text = capsys.readouterr().out
+    assert "end to end: incorrect (output_mismatch)" in text
+    assert "region up: incorrect (output_mismatch)" in text
+
+
+@pytest.mark.parametrize(
+    ("factory", "regions", "expected"),
+    [
+        ("small", ["up"], "must be PATH=CANDIDATE.py"),
+        ("small", ["up=missing.py"], "does not exist"),
+        ("small", [f"nope={CORRECT}"], "has no submodule of that path"),
+        ("small", [f"up={CORRECT}", f"up={CORRECT}"], "given twice"),
+        ("broken", [f"up={CORRECT}"], "do not fit the module"),
+        ("nofactory", [f"up={CORRECT}"], "has no 'nofactory'"),
+    ],
+)
+def test_a_bad_verify_is_one_line_and_exit_2(
+    model_file: Callable[[str, str], Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    factory: str,
+    regions: list[str],
+    expected: str,
+) -> None:
+    spec = f"{model_file(_SMALL_MLP, 'small_mlp.py')}:{factory}"
+    flags = [arg for region in regions for arg in ("--region", region)]
+    with pytest.raises(SystemExit) as info:
+        main(["model", "verify", spec, *flags, "--device", "cpu", "--out", str(tmp_path / "verify")])
+    assert info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], lines
