@@ -73,6 +73,8 @@ def register(app: typer.Typer) -> None:
                 typer.echo(str(output))
             return ExitCode.OK
         assert output is not None
-        folder = export_package(winner, output, name)
+        build_cache = state.settings().build_cache_dir
+        assert build_cache is not None  # the settings derive it from the home folder
+        folder = export_package(winner, output, build_cache, name)
         typer.echo(str(folder))
         return ExitCode.OK

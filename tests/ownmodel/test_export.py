@@ -94,19 +94,6 @@ def test_region_path_is_read_from_the_problem_dict() -> None:
     assert region_path("PROBLEM = {'tags': []}\n") is None
 
 
-@pytest.mark.slow
-def test_the_exported_kernelbench_file_is_judged_correct_by_eval(tmp_path: Path) -> None:
-    make_run(tmp_path / "runs", "r1", "relu", (RELU / "cpp_fast.py").read_text())
-    out = tmp_path / "relu_export.py"
-    with pytest.raises(SystemExit) as info:
-        main(["export", "r1", "--format", "kernelbench", "-o", str(out)])
-    assert info.value.code == 0
-    assert not kernelwright_imports(ast.parse(out.read_text()))
-    with pytest.raises(SystemExit) as info:
-        main(["eval", "relu", str(out), "--device", "cpu", "--size", "small", "--no-timing"])
-    assert info.value.code == 0
-
-
 LAYER_NORM_PROBLEM = '''"""A LayerNorm region of a small model (as `model extract --region` writes one)."""
 
 import torch
@@ -289,11 +276,32 @@ print("OK")
 """
 
 
-@pytest.mark.slow
-def test_the_package_runs_without_kernelwright_compiled_and_with_gradients(tmp_path: Path) -> None:
+def layer_norm_run(tmp_path: Path) -> Path:
     problem = tmp_path / "layer_norm_region.py"
     problem.write_text(LAYER_NORM_PROBLEM)
     make_run(tmp_path / "runs", "r1", str(problem), LAYER_NORM_WINNER)
+    return problem
+
+
+# The two tests below build one extension: the second finds it in the session's build cache.
+@pytest.mark.slow
+@pytest.mark.xdist_group("export_layer_norm")
+def test_the_exported_kernelbench_file_is_judged_correct_by_eval(tmp_path: Path) -> None:
+    problem = layer_norm_run(tmp_path)
+    out = tmp_path / "layer_norm_export.py"
+    with pytest.raises(SystemExit) as info:
+        main(["export", "r1", "--format", "kernelbench", "-o", str(out)])
+    assert info.value.code == 0
+    assert not kernelwright_imports(ast.parse(out.read_text()))
+    with pytest.raises(SystemExit) as info:
+        main(["eval", str(problem), str(out), "--device", "cpu", "--no-timing"])
+    assert info.value.code == 0
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("export_layer_norm")
+def test_the_package_runs_without_kernelwright_compiled_and_with_gradients(tmp_path: Path) -> None:
+    layer_norm_run(tmp_path)
     out = tmp_path / "site" / "kw_ln"
     with pytest.raises(SystemExit) as info:
         main(["export", "r1", "--format", "package", "-o", str(out)])
@@ -314,3 +322,54 @@ def test_the_package_runs_without_kernelwright_compiled_and_with_gradients(tmp_p
         check=False,
     )
     assert done.returncode == 0 and done.stdout.strip().endswith("OK"), done.stdout[-3000:] + done.stderr[-3000:]
+
+
+# A winner with no extension (plain PyTorch) exercises the package's patching without a build.
+RELU_IN_TORCH = """import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x.clamp_min(0.0)
+"""
+
+
+def test_a_one_op_problem_patches_only_a_named_module_computing_that_op(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    import torch
+    from torch import nn
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    make_run(tmp_path / "runs", "r1", "relu", RELU_IN_TORCH)
+    out = tmp_path / "site" / "kw_relu_pkg"
+    with pytest.raises(SystemExit) as info:
+        main(["export", "r1", "--format", "package", "-o", str(out), "--name", "kw_relu_test"])
+    assert info.value.code == 0
+    assert not list(out.glob("*.so"))  # nothing to build
+    monkeypatch.syspath_prepend(str(out.parent))
+    package = importlib.import_module("kw_relu_pkg")
+    model = nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Tanh())
+    for path, expected in ((None, "name the submodule to patch"), ("2", "does not compute the exported region")):
+        with pytest.raises(ValueError, match=expected):
+            package.patch(model, path=path)
+    assert package.patch(model, path="1") is model
+
+    class Ops(TorchDispatchMode):
+        names: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            self.names.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    x = torch.randn(64, 1024)
+    with torch.no_grad(), Ops():
+        got = model(x)
+    assert "kw_relu_test.relu.default" in Ops.names and "aten.relu.default" not in Ops.names
+    with torch.no_grad():
+        assert torch.equal(got, torch.tanh(torch.relu(model[0](x))))
+    package.unpatch(model, path="1")
+    assert type(model[1]) is nn.ReLU

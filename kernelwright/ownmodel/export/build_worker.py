@@ -2,7 +2,8 @@
 steps that run the user's and the candidate's code, kept out of the command's process and under
 its timeout. It builds each `load_inline` extension of the package's kernel ahead of time (the
 `.so` and its C++/CUDA source land in the package), reads the problem's verified shapes, and
-lines the winner's tensors up with the reference's.
+lines the winner's tensors up with the reference's. Builds go through the harness's candidate
+loader into its build cache, so a winner `eval` (or the run) already built is not compiled again.
 
 Lining up: the harness judged `ModelNew` against `Model` with both built under the same seed
 (KernelBench's convention), so each tensor of the winner equals one of the reference's. Each is
@@ -20,7 +21,6 @@ import importlib.util
 import json
 import shutil
 import sys
-import tempfile
 import traceback
 from pathlib import Path
 from types import ModuleType
@@ -42,17 +42,23 @@ def _load(path: Path, name: str) -> ModuleType:
     return module
 
 
-def _build(folder: Path, extensions: list[dict[str, Any]]) -> None:
-    from torch.utils.cpp_extension import load_inline
+def _build(folder: Path, candidate: Path, cache_root: Path) -> list[str]:
+    """Build the candidate's extensions as the harness does (its loader, its content-addressed
+    cache: a kernel `eval` built is not compiled again) and copy each library and its source
+    into the package; returns the extensions' names."""
+    from kernelwright.problems.candidate.loader import load_candidate
 
-    for kwargs in extensions:
-        name = kwargs["name"]
-        with tempfile.TemporaryDirectory(prefix=f"kw-export-{name}-") as scratch:
-            load_inline(**{**kwargs, "build_directory": scratch, "verbose": False})
-            shutil.copy2(Path(scratch) / f"{name}.so", folder / f"{name}.so")
-            for source, suffix in (("main.cpp", ".cpp"), ("cuda.cu", ".cu")):
-                if (Path(scratch) / source).is_file():
-                    shutil.copy2(Path(scratch) / source, folder / f"{name}{suffix}")
+    builds: list[dict[str, Any]] = []
+    load_candidate(candidate, cache_root, builds=builds)
+    names = []
+    for build in builds:
+        name, library = str(build["name"]), Path(str(build["library"]))
+        shutil.copy2(library, folder / f"{name}.so")
+        for source, suffix in (("main.cpp", ".cpp"), ("cuda.cu", ".cu")):
+            if (library.parent / source).is_file():
+                shutil.copy2(library.parent / source, folder / f"{name}{suffix}")
+        names.append(name)
+    return names
 
 
 def _signatures(instance: Any) -> list[list[dict[str, Any]]]:
@@ -124,9 +130,13 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
 
     folder = Path(job["folder"])
     try:
-        _build(folder, job["extensions"])
+        built = _build(folder, Path(job["candidate"]), Path(job["cache_root"]))
     except Exception as exc:  # the compiler's output is in the message
-        return {"ok": False, "kind": "build", "message": f"{type(exc).__name__}: {exc}"[-4000:]}
+        kind = "build" if "Error building extension" in str(exc) else "crash"
+        return {"ok": False, "kind": kind, "message": f"{type(exc).__name__}: {exc}"[-4000:]}
+    if sorted(built) != sorted(job["extensions"]):
+        message = f"the winner built {sorted(built)}, its load_inline calls name {sorted(job['extensions'])}"
+        return {"ok": False, "kind": "usage", "message": message}
     try:
         problem = load_problem_file(folder / "reference.py")
         instance = materialize(problem, Size(job["size"]), seed=SEED, shapes_only=True)

@@ -331,11 +331,25 @@ def inline_calls(source: str, label: str) -> tuple[ast.Module, list[InlineCall]]
     return tree, calls
 
 
-def replace_calls(source: str, calls: list[InlineCall], template: str) -> str:
-    """`source` with each call replaced by `template.format(name=...)`."""
+def prebuilt_source(source: str, tree: ast.Module, calls: list[InlineCall], helper: str) -> str:
+    """`source` with each `load_inline(...)` call replaced by `_kw_prebuilt(<name>)`, `helper` (the
+    function's definition) inserted before the first statement holding one, and a plain
+    `from torch.utils.cpp_extension import load_inline` dropped (that module imports setuptools,
+    which a user's environment need not have)."""
     edits = []
     for call in calls:
         node = call.node
-        text = template.format(name=repr(call.kwargs["name"]))
+        text = f"_kw_prebuilt({call.kwargs['name']!r})"
         edits.append((node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0, text))
+    for statement in tree.body:
+        if (
+            isinstance(statement, ast.ImportFrom)
+            and statement.module == "torch.utils.cpp_extension"
+            and all(a.name == "load_inline" and a.asname is None for a in statement.names)
+        ):
+            end = (statement.end_lineno or statement.lineno, statement.end_col_offset or 0)
+            edits.append((statement.lineno, statement.col_offset, *end, "load_inline = None  # built at export"))
+    first = min(c.node.lineno for c in calls)
+    holder = next(s for s in tree.body if s.lineno <= first <= (s.end_lineno or s.lineno))
+    edits.append((holder.lineno, 0, holder.lineno, 0, helper))
     return _replace(source, edits)

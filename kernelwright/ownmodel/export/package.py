@@ -29,7 +29,7 @@ from typing import Any
 
 from kernelwright.errors import CandidateCrashed, KernelwrightError, UsageError
 from kernelwright.errors import ExitCode as _ExitCode
-from kernelwright.ownmodel.export.inline import inline_calls, kernelwright_imports, replace_calls, to_load_inline
+from kernelwright.ownmodel.export.inline import inline_calls, kernelwright_imports, prebuilt_source, to_load_inline
 from kernelwright.ownmodel.export.runs import RunWinner
 
 BUILD_TIMEOUT_S = 900.0
@@ -112,25 +112,30 @@ def region_path(problem_source: str) -> str | None:
     return None
 
 
-def kernel_source(winner: RunWinner) -> tuple[str, list[dict[str, Any]]]:
-    """The package's kernel.py (extensions imported from the package) and the extensions to build."""
+def kernel_source(winner: RunWinner) -> tuple[str, str, list[str]]:
+    """The winner as plain load_inline (what is built), the package's kernel.py (its extensions
+    imported from the package) and the extensions' names."""
     label = str(winner.path)
     source = to_load_inline(winner.source, label)
     tree, calls = inline_calls(source, label)
     if not calls:
-        return source, []
-    rewritten = replace_calls(source, calls, "_kw_prebuilt({name})")
-    first = min(c.node.lineno for c in calls)
-    statement = next(s for s in tree.body if s.lineno <= first <= (s.end_lineno or s.lineno))
-    lines = rewritten.splitlines(keepends=True)
-    lines.insert(statement.lineno - 1, _PREBUILT.lstrip("\n"))
-    return "".join(lines), [c.kwargs for c in calls]
+        return source, source, []
+    kernel = prebuilt_source(source, tree, calls, _PREBUILT.lstrip("\n"))
+    return source, kernel, [str(c.kwargs["name"]) for c in calls]
 
 
-def _run_worker(folder: Path, extensions: list[dict[str, Any]], size: str) -> dict[str, Any]:
+def _run_worker(folder: Path, candidate: str, extensions: list[str], size: str, cache_root: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="kw-export-") as scratch:
         result_path = Path(scratch) / "result.json"
-        job = {"folder": str(folder), "extensions": extensions, "size": size, "result": str(result_path)}
+        (Path(scratch) / "candidate.py").write_text(candidate, encoding="utf-8")
+        job = {
+            "folder": str(folder),
+            "candidate": f"{scratch}/candidate.py",
+            "extensions": extensions,
+            "size": size,
+            "cache_root": str(cache_root),
+            "result": str(result_path),
+        }
         (Path(scratch) / "job.json").write_text(json.dumps(job))
         command = [sys.executable, "-m", "kernelwright.ownmodel.export.build_worker", f"{scratch}/job.json"]
         try:
@@ -154,8 +159,9 @@ def _run_worker(folder: Path, extensions: list[dict[str, Any]], size: str) -> di
     raise CandidateCrashed(f"export: loading the winner or the problem raised {first}")
 
 
-def export_package(winner: RunWinner, out_dir: Path, name: str | None = None) -> Path:
-    """Write the package at `out_dir` (see the module doc); returns it."""
+def export_package(winner: RunWinner, out_dir: Path, build_cache: Path, name: str | None = None) -> Path:
+    """Write the package at `out_dir` (see the module doc), building in `build_cache` (the
+    harness's); returns it."""
     out_dir = Path(out_dir)
     package = _identifier(out_dir.name, "package folder name")
     namespace = _identifier(name or package, "--name")
@@ -166,13 +172,13 @@ def export_package(winner: RunWinner, out_dir: Path, name: str | None = None) ->
         raise UsageError(f"cannot export as a package: the problem {winner.problem.path} imports kernelwright")
     if winner.device not in ("cpu", "cuda"):
         raise UsageError(f"cannot export as a package: run {winner.run_id} ran on {winner.device!r}")
-    kernel, extensions = kernel_source(winner)
+    candidate, kernel, extensions = kernel_source(winner)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{package}-", dir=out_dir.parent))
     try:
         (staging / "kernel.py").write_text(kernel, encoding="utf-8")
         (staging / "reference.py").write_text(problem_source, encoding="utf-8")
-        found = _run_worker(staging, extensions, winner.size)
+        found = _run_worker(staging, candidate, extensions, winner.size, build_cache)
         atol, rtol = winner.problem.meta.tolerance()
         path = region_path(problem_source)
         spec = {
@@ -186,7 +192,7 @@ def export_package(winner: RunWinner, out_dir: Path, name: str | None = None) ->
             "region_path": path,
             "atol": atol,
             "rtol": rtol,
-            "extensions": [e["name"] for e in extensions],
+            "extensions": extensions,
             **{
                 k: found[k]
                 for k in ("signatures", "tensors", "winner_tensors", "inputs_fn", "init_fn", "seed", "single_output")
