@@ -3,6 +3,7 @@ by the harness (the path `kernelwright eval` takes), so a wrong candidate is cau
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -12,9 +13,11 @@ import torch
 
 from kernelwright.cli import main
 from kernelwright.harness.checks.static.analysis import analyze_candidate
+from kernelwright.harness.options import TimingPlan
 from kernelwright.ownmodel import RegionCandidate, load_model, write_verify
 from kernelwright.problems import resolve_problem
 from kernelwright.problems.instance import materialize
+from kernelwright.tools import evaluate
 from tests.ownmodel.conftest import EXAMPLE
 
 CANDIDATES = Path(__file__).parent / "candidates"
@@ -61,8 +64,12 @@ def test_the_written_problem_is_the_model_and_the_candidate_passes_the_static_ch
 
 @pytest.mark.slow  # a C++ build and the harness's workers
 def test_a_correct_candidate_is_correct_in_place_with_speedups(
-    small_mlp: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    small_mlp: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The harness's timing as it is, with a shorter cap: a busy CI machine would spend 20 s on
+    # each of the timing and the clean baselines before giving up on converging.
+    short = functools.partial(evaluate.eval_options, timing_plan=TimingPlan(time_cap_s=3.0, max_reps=100))
+    monkeypatch.setattr(evaluate, "eval_options", short)
     args = ["model", "verify", small_mlp, "--region", f"up={CORRECT}", "--device", "cpu", "--baselines", "eager"]
     with pytest.raises(SystemExit) as info:
         main([*args, "--out", str(tmp_path / "verify"), "--json"])
