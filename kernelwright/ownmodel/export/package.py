@@ -162,7 +162,7 @@ def _run_worker(folder: Path, candidate: str, extensions: list[str], size: str, 
 def export_package(winner: RunWinner, out_dir: Path, build_cache: Path, name: str | None = None) -> Path:
     """Write the package at `out_dir` (see the module doc), building in `build_cache` (the
     harness's); returns it."""
-    out_dir = Path(out_dir)
+    out_dir = Path(out_dir).resolve()  # the build process runs in a folder of its own
     package = _identifier(out_dir.name, "package folder name")
     namespace = _identifier(name or package, "--name")
     if out_dir.exists() and any(out_dir.iterdir()):

@@ -203,7 +203,7 @@ class Exported:
         if reason is not None:
             if not torch.compiler.is_compiling() and reason not in self._warned:
                 self._warned.add(reason)
-                warnings.warn(self._explain(reason, module, args, kwargs), FallbackWarning, stacklevel=4)
+                warnings.warn(self._explain(reason, module, args, kwargs), FallbackWarning, stacklevel=5)
             return original(module, *args, **kwargs)
         outs = self.overload(list(args), [_attr(module, name) for name in self.names])
         return outs[0] if self.spec["single_output"] else tuple(outs)
