@@ -203,7 +203,7 @@ def extract(
         typer.Option(
             "--region",
             help="A module region instead: a dotted submodule path (mlp.fc1) or its rank among `model profile`'s "
-            "regions. Written standalone (Model is the submodule, its parameter names kept) when it is a chain of "
+            "regions (2, or #2 where a Sequential's child is named 2). Written standalone (Model is the submodule, its parameter names kept) when it is a chain of "
             "standard torch.nn layers; anything else is refused, saying why.",
         ),
     ] = None,

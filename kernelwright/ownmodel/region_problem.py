@@ -68,14 +68,17 @@ def _no_such_path(loaded: LoadedModel, path: str) -> UsageError:
 
 
 def find_region(loaded: LoadedModel, selector: str) -> Region:
-    """The region `selector` names: a rank in `rank_regions` (`1`) or a dotted submodule path
-    (any submodule, ranked or not); refused in one line when it cannot be written standalone."""
+    """The region `selector` names: a rank in `rank_regions` (`1`, or `#1`) or a dotted submodule
+    path (any submodule, ranked or not; a number that is also a child's name, as in a Sequential,
+    is that child: `#1` is then the rank); refused in one line when it cannot be written standalone."""
     row: RegionRow | None = None
-    if selector.isdigit():
+    names = {p for p, _ in loaded.module.named_modules()}
+    number = selector.removeprefix("#")
+    if number.isdigit() and (selector.startswith("#") or selector not in names):
         rows = rank_regions(loaded)
-        if not 1 <= int(selector) <= len(rows):
+        if not 1 <= int(number) <= len(rows):
             raise UsageError(f"--region {selector}: the profile ranks {len(rows)} regions (1 to {len(rows)})")
-        row = rows[int(selector) - 1]
+        row = rows[int(number) - 1]
         path = row.path
     else:
         path = selector

@@ -47,7 +47,7 @@ def test_a_rank_names_a_region_and_norm_keeps_its_arguments(tmp_path: Path) -> N
     loaded = load_model(EXAMPLE_SPEC, "cpu")
     path = extract_region(loaded, "norm", tmp_path)
     assert "eps=1e-05" in path.read_text()
-    _same_as_the_submodule(path, loaded.module.norm)
+    _same_as_the_submodule(path, loaded.module.get_submodule("norm"))
     ranked = extract_region(loaded, "1", tmp_path)
     assert ranked.name.startswith("1_region_")
     assert resolve_problem(str(ranked)).id == 1
@@ -80,7 +80,7 @@ def test_a_named_sequential_keeps_its_names_dtype_and_other_shapes(
     assert problem.meta.dtype == "float64"
     inst = materialize(problem)
     assert [[tuple(t.shape) for t in s] for s in inst.input_sets()] == [[(6, 16)], [(2, 16)]]
-    _same_as_the_submodule(path, loaded.module.ffn)
+    _same_as_the_submodule(path, loaded.module.get_submodule("ffn"))
 
 
 _REFUSED = """
@@ -142,3 +142,15 @@ def test_one_of_op_and_region(flags: list[str], capsys: pytest.CaptureFixture[st
         main(["model", "extract", EXAMPLE_SPEC, *flags, "--device", "cpu"])
     assert info.value.code == 2
     assert "give one of --op and --region" in capsys.readouterr().err
+
+
+def test_a_number_that_names_a_sequential_s_child_is_that_child(
+    model_file: Callable[[str], Path], tmp_path: Path
+) -> None:
+    source = "def make():\n    return nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 4)), (torch.randn(2, 8),)\n"
+    loaded = load_model(f"{model_file(source)}:make", "cpu")
+    child = extract_region(loaded, "1", tmp_path)
+    assert resolve_problem(str(child)).meta.region == {"kind": "module", "path": "1", "spec": loaded.spec}
+    _same_as_the_submodule(child, loaded.module.get_submodule("1"))
+    ranked = extract_region(loaded, "#1", tmp_path)
+    assert ranked.name.startswith("1_region_")

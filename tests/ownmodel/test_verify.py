@@ -12,10 +12,12 @@ import pytest
 import torch
 
 from kernelwright.cli import main
+from kernelwright.errors import UsageError
 from kernelwright.harness.checks.static.analysis import analyze_candidate
 from kernelwright.harness.options import TimingPlan
 from kernelwright.ownmodel import RegionCandidate, load_model, write_verify
 from kernelwright.problems import resolve_problem
+from kernelwright.problems.execution import exec_as_module
 from kernelwright.problems.instance import materialize
 from kernelwright.tools import evaluate
 from tests.ownmodel.conftest import EXAMPLE
@@ -50,7 +52,7 @@ def test_the_written_problem_is_the_model_and_the_candidate_passes_the_static_ch
     inst = materialize(resolve_problem(str(files.problem)))
     torch.manual_seed(42)
     model = inst.make_model().eval()
-    assert model.model.state_dict().keys() == loaded.module.state_dict().keys()
+    assert model.get_submodule("model").state_dict().keys() == loaded.module.state_dict().keys()
     with torch.no_grad():
         torch.testing.assert_close(model(*inst.inputs), loaded.module(*inst.inputs))
     source = files.candidate.read_text()
@@ -124,3 +126,34 @@ def test_a_bad_verify_is_one_line_and_exit_2(
     assert info.value.code == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0], lines
+
+
+def test_two_regions_share_one_copy_of_a_candidate_and_two_files_are_renamed_apart(
+    small_mlp: str, tmp_path: Path
+) -> None:
+    loaded = load_model(small_mlp, "cpu")
+    same = write_verify(loaded, [RegionCandidate("up", CORRECT), RegionCandidate("down", CORRECT)], tmp_path / "a")
+    source = same.candidate.read_text()
+    assert source.count("class _KwRegion0(") == 1 and "_KwRegion1" not in source
+    assert "_KwRegion0(*[128, 256])" in source and "_KwRegion0(*[256, 128])" in source
+    # Run in this process (the fast form builds in a second): the model with both Linears replaced
+    # computes what the model computes.
+    module = exec_as_module(source, same.candidate, "kernelwright_test_verify_candidate")
+    torch.manual_seed(42)
+    patched = module.ModelNew().eval()
+    x = torch.randn(64, 128)
+    with torch.no_grad():
+        torch.testing.assert_close(patched(x), patched.model(x), rtol=1e-4, atol=1e-4)
+        assert patched.model.up.forward.__func__ is torch.nn.Linear.forward  # put back after the call
+    two = write_verify(loaded, [RegionCandidate("up", CORRECT), RegionCandidate("down", NO_BIAS)], tmp_path / "b")
+    source = two.candidate.read_text()
+    assert "_kw0_lib = load_kernels(" in source and "_kw1_lib = load_kernels(" in source
+    analysis = analyze_candidate(source)
+    assert len(analysis.extensions) == 2 and not analysis.rejections, analysis.rejections
+
+
+def test_nested_regions_are_refused(model_file: Callable[[str, str], Path], tmp_path: Path) -> None:
+    source = "def make():\n    return nn.Sequential(nn.Sequential(nn.Linear(8, 8), nn.GELU())), (torch.randn(2, 8),)\n"
+    loaded = load_model(f"{model_file(source, 'nested.py')}:make", "cpu")
+    with pytest.raises(UsageError, match=r"'0\.0' is inside --region '0'"):
+        write_verify(loaded, [RegionCandidate("0", CORRECT), RegionCandidate("0.0", CORRECT)], tmp_path)
