@@ -371,5 +371,26 @@ def test_a_one_op_problem_patches_only_a_named_module_computing_that_op(
     assert "kw_relu_test.relu.default" in Ops.names and "aten.relu.default" not in Ops.names
     with torch.no_grad():
         assert torch.equal(got, torch.tanh(torch.relu(model[0](x))))
+    # A region that computes otherwise in training mode (dropout, batch statistics) was judged in
+    # eval mode: a module in training mode falls back, and says so once.
+    package.spec["train_sensitive"] = True
+    with pytest.warns(package.FallbackWarning, match="training mode"):
+        model(x)
+    model.eval()
+    with torch.no_grad(), Ops():
+        Ops.names.clear()
+        model(x)
+    assert "kw_relu_test.relu.default" in Ops.names
     package.unpatch(model, path="1")
     assert type(model[1]) is nn.ReLU
+
+
+def test_dropout_and_batch_statistics_make_a_region_train_sensitive() -> None:
+    from torch import nn
+
+    from kernelwright.ownmodel.export.build_worker import _train_sensitive
+
+    assert _train_sensitive(nn.Sequential(nn.Linear(2, 2), nn.Dropout()), "")
+    assert _train_sensitive(nn.BatchNorm1d(3), "")
+    assert _train_sensitive(nn.Linear(2, 2), "return F.dropout(x, 0.1, self.training)")
+    assert not _train_sensitive(nn.LayerNorm(4), "return self.norm(x)")

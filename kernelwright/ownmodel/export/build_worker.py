@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 import sys
 import traceback
@@ -121,6 +122,17 @@ def _single_output(reference: Any, inputs: list[Any]) -> bool:
     return True
 
 
+def _train_sensitive(reference: Any, source: str) -> bool:
+    """Whether the region may compute otherwise in training mode (dropout, batch statistics): the
+    op, judged in eval mode, then stands aside for a module in training mode. Erring towards yes."""
+    from torch import nn
+
+    kinds = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm, nn.modules.instancenorm._InstanceNorm)
+    if any(isinstance(m, kinds) for m in reference.modules()):
+        return True
+    return re.search(r"\btraining\b|dropout|batch_norm|instance_norm", source, re.IGNORECASE) is not None
+
+
 def run(job: dict[str, Any]) -> dict[str, Any]:
     import torch
 
@@ -149,6 +161,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         winner = kernel.ModelNew(*instance.init_inputs)
         tensors, mapping = _line_up(reference, winner)
         single = _single_output(reference, instance.inputs)
+        sensitive = _train_sensitive(reference, problem.source)
     except _Refused as exc:
         return {"ok": False, "kind": "usage", "message": str(exc)}
     except Exception as exc:  # the candidate's or the problem's code
@@ -166,6 +179,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         else "get_init_inputs",
         "seed": SEED,
         "single_output": single,
+        "train_sensitive": sensitive,
     }
 
 

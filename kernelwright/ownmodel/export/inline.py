@@ -146,7 +146,10 @@ def _fast_callers(imports: list[ast.Import | ast.ImportFrom], label: str) -> tup
             holders.update(a.asname for a in node.names if a.asname)
         else:
             what = node.module if isinstance(node, ast.ImportFrom) else ", ".join(a.name for a in node.names)
-            raise UsageError(f"{label}: cannot export: it imports {what} (only kernelwright.fastext is rewritten)")
+            raise UsageError(
+                f"{label}: cannot export: it imports {what}",
+                hint="only kernelwright.fastext's load_kernels is rewritten (as plain load_inline)",
+            )
     return direct, holders
 
 

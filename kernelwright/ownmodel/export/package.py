@@ -195,7 +195,16 @@ def export_package(winner: RunWinner, out_dir: Path, build_cache: Path, name: st
             "extensions": extensions,
             **{
                 k: found[k]
-                for k in ("signatures", "tensors", "winner_tensors", "inputs_fn", "init_fn", "seed", "single_output")
+                for k in (
+                    "signatures",
+                    "tensors",
+                    "winner_tensors",
+                    "inputs_fn",
+                    "init_fn",
+                    "seed",
+                    "single_output",
+                    "train_sensitive",
+                )
             },
         }
         (staging / "export.json").write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")

@@ -13,7 +13,8 @@ serves every instance of the module and `torch.compile` sees the weights as grap
 
 A patched module's `forward` calls the op only for what the winner was verified for (export.json:
 the problem's input shapes and dtypes, the reference's parameter shapes and dtypes, the device,
-autocast off; layout is not guarded, the harness feeds strided views too); any other call runs
+autocast off, eval mode where the region has dropout or batch statistics; layout is not
+guarded, the harness feeds strided views too); any other call runs
 the module's original forward and warns once per reason (`FallbackWarning`; not while
 torch.compile traces, where a warning would break the graph).
 """
@@ -72,7 +73,8 @@ class Exported:
         self.tensors = [(t["name"], tuple(t["shape"]), _dtype(t["dtype"])) for t in self.spec["tensors"]]
         self.names = [name for name, _, _ in self.tensors]
         self._init_inputs = self._seeded(lambda: list(getattr(self.reference, self.spec["init_fn"])()))
-        self._ref = self._make_reference()
+        self._ref = self._make_reference().eval()  # the harness judged the winner in eval mode
+        self._given = [(mine, self.names.index(theirs)) for mine, theirs in self.spec["winner_tensors"].items()]
         self._winners: dict[str, nn.Module] = {}
         self._warned: set[str] = set()
         self._patched: dict[type, type] = {}
@@ -106,8 +108,7 @@ class Exported:
 
     def _impl(self, inputs: list[torch.Tensor], params: list[torch.Tensor]) -> list[torch.Tensor]:
         winner = self._winner(inputs[0].device if inputs else params[0].device)
-        index = {name: i for i, name in enumerate(self.names)}
-        given = {mine: params[index[theirs]] for mine, theirs in self.spec["winner_tensors"].items()}
+        given = {mine: params[i] for mine, i in self._given}
         outs = _outputs(functional_call(winner, given, tuple(inputs)))
         storages = {t.untyped_storage().data_ptr() for t in [*inputs, *params]}
         results = []
@@ -165,6 +166,8 @@ class Exported:
                 return "device"
         if torch.is_autocast_enabled(self.device):
             return "autocast"
+        if module.training and self.spec["train_sensitive"]:
+            return "training"
         matched = False
         for signature in self.signatures:
             fits = True
@@ -189,6 +192,8 @@ class Exported:
             "arguments": f"it takes {len(self.signatures[0])} positional tensors, got ({given})",
             "device": f"it was verified on {self.device}, got ({given})",
             "autocast": f"autocast is on for {self.device}; it was verified without autocast",
+            "training": "the region behaves differently in training mode (dropout, batch statistics); "
+            "it was verified in eval mode",
             "inputs": f"inputs ({given}) are not a verified shape/dtype (verified: {verified})",
             "parameters": "the module's parameters differ in shape or dtype from the verified "
             + ", ".join(f"{n} {d}{list(s)}".replace("torch.", "") for n, s, d in self.tensors),
@@ -216,15 +221,20 @@ class Exported:
         inputs = self._seeded(lambda: list(getattr(self.reference, self.spec["inputs_fn"])()))
         inputs = [t.to(device) if isinstance(t, torch.Tensor) else t for t in inputs]
         params = [_attr(module, name) for name in self.names]
-        with torch.no_grad():
-            try:
+        modes = {m: m.training for m in module.modules()}
+        module.train(False)  # as the harness ran the reference: no dropout, no running-stat updates
+        try:
+            with torch.no_grad():
                 theirs = _outputs(original(module, *inputs))
-            except Exception as exc:  # the user's module on the problem's inputs: its error is the answer
-                raise ValueError(
-                    f"{self.qualname}: module {path!r} ({type(module).__name__}) does not take the region's "
-                    f"inputs ({', '.join(_describe(t) for t in inputs)}): {type(exc).__name__}: {exc}"
-                ) from exc
-            ours = self.run_reference(inputs, params)
+                ours = self.run_reference(inputs, params)
+        except Exception as exc:  # the user's module on the problem's inputs: its error is the answer
+            raise ValueError(
+                f"{self.qualname}: module {path!r} ({type(module).__name__}) does not take the region's "
+                f"inputs ({', '.join(_describe(t) for t in inputs)}): {type(exc).__name__}: {exc}"
+            ) from exc
+        finally:
+            for m, mode in modes.items():
+                m.training = mode
         atol, rtol = self.spec["atol"], self.spec["rtol"]
         same = len(theirs) == len(ours) and all(
             isinstance(a, torch.Tensor) and a.shape == b.shape and torch.allclose(a, b, atol=atol, rtol=rtol)
