@@ -82,6 +82,7 @@ def _lay_out(
     expected: Expected = {}
     samples: Counter[str] = Counter()
     problems: list[str] = []
+    manifest: list[dict[str, Any]] = []
     for k in range(n):
         ref, path, verdict = items[k % len(items)]
         problem = resolve_problem(ref)
@@ -94,8 +95,10 @@ def _lay_out(
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(source)
         expected[rel] = verdict
+        manifest.append({"file": rel, "problem": problem.qualified, "expected": verdict[0], "reason": verdict[1]})
         if problem.qualified not in problems:
             problems.append(problem.qualified)
+    (root / "expected.json").write_text(json.dumps(manifest, indent=1))  # so the folder can be judged again
     return problems, expected
 
 
@@ -182,6 +185,13 @@ def main() -> int:
     parser.add_argument("--no-open-ahead", action="store_true", help="open each problem's session at its turn")
     parser.add_argument("--cold-builds", action="store_true", help="every sample's kernel source distinct")
     parser.add_argument("--out", type=Path, default=None, help="the batch folder (default: a temporary one)")
+    parser.add_argument(
+        "--lay-out-in",
+        type=Path,
+        default=None,
+        help="lay the candidates out in this folder (default: a temporary one), with its expected.json, so "
+        "another run (other GPUs, --ray) can judge the same files: --candidates DIR --expected DIR/expected.json",
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
 
@@ -200,10 +210,10 @@ def main() -> int:
             if args.problems is None:
                 problems = list(dict.fromkeys(e["problem"] for e in entries))
     elif args.from_slice:
-        candidates = work / "candidates"
+        candidates = args.lay_out_in or work / "candidates"
         problems, expected = lay_out_slice(candidates, args.from_slice, args.n, args.cold_builds)
     else:
-        candidates = work / "candidates"
+        candidates = args.lay_out_in or work / "candidates"
         problems, expected = lay_out_oracles(candidates, args.device, args.n, args.cold_builds)
     settings = load_settings()
     spec = JudgeSpec.from_settings(
@@ -287,6 +297,8 @@ def main() -> int:
         "expected_not_judged": not_judged,
         "exit_code": outcome.exit_code,
         "out": str(out),
+        "candidates_dir": str(candidates),
+        "problem_refs": problems,
     }
     text = json.dumps(doc, indent=2)
     print(text)

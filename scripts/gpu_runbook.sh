@@ -27,17 +27,30 @@
 #   search  issues #30/#31: `optimize --backend triton` end to end with the scripted Triton session
 #           at the default size (every prompt written to $OUT/prompts; the coder's round-1 prompt
 #           printed), then the agent's evaluation pool on every visible GPU
+#   multi1  issue #33 (a host with several GPUs), part 1: 100 cold level-1 candidates judged on ONE
+#           GPU (bench_batch --workers 1), laid out in .gpuwork/cands for the parts that follow
+#   multi2  part 2: the same candidates on every GPU (fresh caches), verdicts compared with part 1;
+#           then one scripted optimisation (--width 4) on the first GPU and on every GPU
+#   multi3  part 3: the same candidates through `batch judge --ray local` (Ray carried as
+#           .rayhouse: see bench_multi_gpu.py), verdicts compared with parts 1 and 2
 set -uo pipefail
-phase=${1:?usage: scripts/gpu_runbook.sh core|agent|speed|ipc|sandbox|batch|bundled|search}
+phase=${1:?usage: scripts/gpu_runbook.sh core|agent|speed|ipc|sandbox|batch|bundled|search|multi1|multi2|multi3}
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 KERNELWRIGHT_HOME=${KERNELWRIGHT_HOME:-/tmp/kwhome}
-python3 -m pip install -q --no-index --find-links .wheelhouse -r .wheelhouse/requirements.txt || exit 5
+if [ -d .wheelhouse ]; then
+    python3 -m pip install -q --no-index --find-links .wheelhouse -r .wheelhouse/requirements.txt || exit 5
+else  # a later call on the same warm machine that carried something else instead
+    python3 -c "import langgraph, textual" || { echo "no .wheelhouse and nothing installed" >&2; exit 5; }
+fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 pytest_gpu=(python3 -m pytest -p no:benchmark -o addopts="" -rA)
 # Timed against the baselines, it needs the GPU to itself: beside other tests the harness rightly
 # withholds the speedups (device_contended). Deselected from the parallel runs, then run alone.
 timed=tests/harness/test_harness_gpu.py::test_correct_cuda_kernel_is_timed_against_eager_and_compile
+keep() {  # a batch folder's results and report, copied out (the folder itself stays on the machine)
+    mkdir -p "$OUT/$1" && cp .gpuwork/"$1"/results.jsonl .gpuwork/"$1"/report.json "$OUT/$1/" 2>/dev/null
+}
 
 case "$phase" in
 core)
@@ -111,6 +124,39 @@ search)
     timeout 200 "${pytest_gpu[@]}" -m gpu -s --timeout 190 \
         tests/batch/test_batch_gpu.py::test_eval_pool_judges_on_every_visible_gpu_at_the_default_size 2>&1 \
         | tee "$OUT/search-pool.log" | tail -15
+    ;;
+multi1)
+    rm -rf .gpuwork && mkdir -p .gpuwork
+    KERNELWRIGHT_HOME=/tmp/kw-multi1 timeout 560 python3 scripts/bench_batch.py --device cuda \
+        --from-slice benchmarks/level1_cuda --n 100 --cold-builds --workers 1 --lay-out-in .gpuwork/cands \
+        --out .gpuwork/batch-1gpu --json "$OUT/batch-1gpu.json" 2>"$OUT/batch-1gpu.log" | tail -60
+    keep batch-1gpu
+    ;;
+multi2)
+    KERNELWRIGHT_HOME=/tmp/kw-multi2 timeout 330 python3 scripts/bench_batch.py --device cuda \
+        --candidates .gpuwork/cands --expected .gpuwork/cands/expected.json \
+        --out .gpuwork/batch-allgpus --json "$OUT/batch-allgpus.json" 2>"$OUT/batch-allgpus.log" | tail -60
+    keep batch-allgpus
+    python3 scripts/bench_multi_gpu.py compare .gpuwork/batch-1gpu .gpuwork/batch-allgpus
+    timeout 230 python3 scripts/bench_multi_gpu.py optimize --out .gpuwork/multi-optimize 2>&1 | tail -120
+    cp .gpuwork/multi-optimize/optimize.json "$OUT/" 2>/dev/null
+    for d in .gpuwork/multi-optimize/gpus-*; do
+        mkdir -p "$OUT/$(basename "$d")" && cp "$d"/optimize.log "$OUT/$(basename "$d")/"
+        cp -r "$d"/runs/*/eval-devices "$OUT/$(basename "$d")/" 2>/dev/null
+    done
+    ;;
+multi3)
+    mkdir -p /tmp/raysite && tar -xJf .rayhouse/ray-slim.tar.xz -C /tmp/raysite
+    chmod +x /tmp/raysite/ray/core/src/ray/gcs/gcs_server /tmp/raysite/ray/core/src/ray/raylet/raylet
+    python3 -m pip install -q --no-index --find-links .rayhouse --target /tmp/raysite jsonschema || exit 5
+    export PYTHONPATH=$PWD:/tmp/raysite RAY_AUTH_MODE=disabled
+    problems=$(python3 -c "import json; print(' '.join(dict.fromkeys(e['problem'] for e in json.load(open('.gpuwork/cands/expected.json')))))")
+    start=$(date +%s)
+    KERNELWRIGHT_HOME=/tmp/kw-multi3 timeout 400 python3 -m kernelwright batch judge $problems --candidates .gpuwork/cands \
+        --out .gpuwork/batch-ray --device cuda --ray local --quiet 2>&1 | tail -30
+    echo "ray batch: $(( $(date +%s) - start )) s"
+    keep batch-ray
+    python3 scripts/bench_multi_gpu.py compare .gpuwork/batch-ray .gpuwork/batch-1gpu .gpuwork/batch-allgpus
     ;;
 *)
     echo "unknown phase $phase (core, agent, speed, ipc, sandbox, batch, bundled, search)" >&2

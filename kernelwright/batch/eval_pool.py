@@ -22,7 +22,9 @@ per task. `python -m kernelwright.batch.eval_pool` is that worker; never started
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
+import json
 import os
 import queue
 import tempfile
@@ -45,6 +47,8 @@ from kernelwright.problems import Problem, load_problem_file
 from kernelwright.vocabulary import Device
 
 MODULE = "kernelwright.batch.eval_pool"
+JOURNAL = "judged.jsonl"
+"""Beside the workers' logs: one JSON line per judged candidate (`Judged` and its verdict)."""
 OPEN_TIMEOUT_S = 300.0  # a worker's start: interpreter, torch, the session's capacity check
 
 
@@ -134,6 +138,8 @@ class EvalPool:
             raise ValueError("an evaluation pool needs at least one slot")
         self.spec, self.slots = spec, slots
         self.log: list[Judged] = []
+        self.journal = log_dir / JOURNAL
+        self._journal_lock = threading.Lock()
         self._tmp = tempfile.TemporaryDirectory(prefix="kw-evalpool-")
         gate = Path(self._tmp.name) / "timing.lock" if spec.device == Device.CPU and len(slots) > 1 else None
         init = {
@@ -186,7 +192,9 @@ class EvalPool:
                     on_result(index, result)
                 span = reply["span"]
                 quiet = tuple((float(a), float(b)) for a, b in reply["quiet"])
-                judged.append(Judged(index, str(path), link.slot.label, span[0], span[1], quiet))
+                entry = Judged(index, str(path), link.slot.label, span[0], span[1], quiet)
+                judged.append(entry)
+                self._record(entry, result)
 
         busy = self._links[: max(1, len(candidates))]
         with ThreadPoolExecutor(max_workers=len(busy)) as threads:
@@ -202,6 +210,13 @@ class EvalPool:
             raise KeyboardInterrupt("interrupted while judging")
         self.log.extend(sorted(judged, key=lambda j: j.index))
         return [r for r in results if r is not None]
+
+    def _record(self, entry: Judged, result: EvalResult) -> None:
+        """One line of `journal` per judged candidate, as it is judged: where, when, its quiet
+        phases and its verdict (what a run's folder keeps of which device judged what)."""
+        line = {**dataclasses.asdict(entry), "verdict": result.verdict.value}
+        with self._journal_lock, self.journal.open("a") as handle:
+            handle.write(json.dumps(line) + "\n")
 
     def wait_ready(self, timeout_s: float = 600.0) -> bool:
         """Block until every device's worker started ahead has its baselines ready."""

@@ -30,3 +30,26 @@ def test_scripted_sessions_are_well_formed(name: str, backend: str, rounds: int)
         assert analysis.backend == backend
         codes = {f.code for f in analysis.findings}
         assert ("torch_fallback" in codes) == (expected == "rejected")
+
+
+def test_the_wide_session_keys_eight_distinct_correct_cuda_kernels_to_two_rounds_of_four_samples() -> None:
+    """`relu-cuda-wide` (#33): each reply keyed to (round, idea 1, sample); every source distinct
+    (so none shares another's build) and free of findings that would make it other than correct."""
+    from kernelwright.agent.scripted import Keyed
+
+    session = SCRIPTS["relu-cuda-wide"]()
+    coder = session.script["coder"]
+    assert all(isinstance(reply, Keyed) for reply in coder)
+    keys = [reply.key.as_tuple() for reply in coder]  # type: ignore[union-attr]
+    assert keys == [(r, 1, k, 1) for r in (1, 2) for k in (1, 2, 3, 4)]
+    assert session.expected_verdicts == ["correct"] * 8
+    assert len(session.script["planner"]) == len(session.script["reviewer"]) == 2
+    sources = []
+    for reply in coder:
+        source, why = extract_code(str(reply.reply), None)  # type: ignore[union-attr]
+        assert source is not None, why
+        analysis = analyze_candidate(source)
+        assert analysis.backend == "cuda"
+        assert not {"torch_fallback", "kernel_not_launched"} & {f.code for f in analysis.findings}
+        sources.append(source)
+    assert len(set(sources)) == 8

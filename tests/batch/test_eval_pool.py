@@ -6,6 +6,7 @@ GPUs give one slot each, pinned."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from itertools import combinations
@@ -69,6 +70,10 @@ def test_two_cpu_devices_judge_side_by_side_and_time_one_at_a_time(tmp_path: Pat
     assert [r.verdict.value for r in results] == ["correct", "correct", "incorrect"], [r.message for r in results]
     assert all(r.phase_seconds.get("timing", 0) > 0 for r in results[:2])
     assert [r.hardware["slot"] for r in results] == [j.device for j in pool.log]
+    journal = [json.loads(line) for line in (tmp_path / "logs" / "judged.jsonl").read_text().splitlines()]
+    assert sorted((j["index"], j["device"], j["verdict"]) for j in journal) == [
+        (j.index, j.device, r.verdict.value) for j, r in zip(pool.log, results, strict=True)
+    ]  # the run folder keeps which device judged what, as it happened
     assert {r.hardware["slot"] for r in results} == {"cpu0", "cpu1"}  # both devices judged
 
     by_device: dict[str, list[tuple[float, float]]] = {}

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kernelwright.agent.scripted import Reply, ScriptedSession
+from kernelwright.agent.scripted import Keyed, Reply, ScriptedSession
 
 
 def session_of(
     name: str,
     plans: Sequence[tuple[str, float]],
-    coder: Sequence[Reply],
+    coder: Sequence[Reply | Keyed],
     reviews: Sequence[dict[str, Any]],
     verdicts: Sequence[str],
 ) -> ScriptedSession:

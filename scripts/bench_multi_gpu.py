@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Benchmark (not a test): kernelwright on a host with several GPUs (issue #33).
+
+    # one optimisation judging on every GPU: the same scripted run with the first GPU alone, then
+    # with every visible one; which GPU judged which candidate, whether any two timing phases
+    # overlapped on one GPU, candidates per minute
+    PYTHONPATH=$PWD python3 scripts/bench_multi_gpu.py optimize [--rounds 2] [--width 4] [--out DIR]
+
+    # batches: verdicts of two or more batch folders (bench_batch.py --out, `batch judge --out`)
+    # compared candidate by candidate
+    PYTHONPATH=$PWD python3 scripts/bench_multi_gpu.py compare OUT1 OUT2 [OUT3 ...]
+
+`optimize` runs `kernelwright optimize relu --scripted relu-cuda-wide --device cuda --ideas 1
+--width W --rounds R --size default` twice, each in a fresh KERNELWRIGHT_HOME (cold builds and
+a cold torch.compile cache both times): first with CUDA_VISIBLE_DEVICES set to the first visible
+GPU, then with every visible GPU. The scripted coder answers at once, so a run's time is its
+evaluations'. Per run it prints the wall time, the `evaluate` steps' seconds (from the run's
+step_finished events), candidates per minute of evaluation, and each candidate's verdict. For
+a run on several GPUs the evaluation pool's journal (`eval-devices/judged.jsonl`) says which GPU
+judged each candidate, when, and the quiet phases (timing, work share, clean baselines) its
+worker held: the script checks that no two quiet phases of one GPU overlap and says how long
+the GPUs judged side by side. Both runs must judge the same candidates (by source hash) with the
+same verdicts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _overlap(a: tuple[float, float], b: tuple[float, float]) -> float:
+    return min(a[1], b[1]) - max(a[0], b[0])
+
+
+def _visible_gpus() -> list[str]:
+    listed = [g.strip() for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()]
+    if listed:
+        return listed
+    import torch
+
+    return [str(i) for i in range(torch.cuda.device_count())]
+
+
+def run_optimize(gpus: list[str], out: Path, rounds: int, width: int) -> dict[str, Any]:
+    """One scripted optimisation on `gpus`; what it judged, where and how fast."""
+    home, runs_dir = out / "home", out / "runs"
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ",".join(gpus), "KERNELWRIGHT_HOME": str(home)}
+    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    argv = [sys.executable, "-m", "kernelwright", "--runs-dir", str(runs_dir), "optimize", "relu"]
+    argv += ["--scripted", "relu-cuda-wide", "--device", "cuda", "--ideas", "1", "--width", str(width)]
+    argv += ["--rounds", str(rounds), "--no-improvement", str(rounds), "--size", "default", "--no-memory"]
+    start = time.monotonic()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=560)
+    wall = time.monotonic() - start
+    (out / "optimize.log").write_text(done.stdout + "\n--- stderr ---\n" + done.stderr)
+    run_dirs = sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []
+    if not run_dirs:
+        return {"gpus": gpus, "exit": done.returncode, "error": done.stderr[-2000:]}
+    run_dir = run_dirs[-1]
+    trajectory = json.loads((run_dir / "trajectory.json").read_text())
+    events = trajectory.get("events", [])
+    evaluate_s = sum(e["seconds"] for e in events if e.get("kind") == "step_finished" and e.get("step") == "evaluate")
+    verdicts = {}
+    for e in events:
+        if e.get("kind") == "candidate_evaluated":
+            source = (run_dir / "candidates" / f"{e['index']:03d}.py").read_text()
+            sha = hashlib.sha256(source.encode()).hexdigest()[:12]
+            compile_x = (e.get("speedups") or {}).get("compile", {})
+            verdicts[sha] = {
+                "index": e["index"],
+                "verdict": e["verdict"],
+                "reason": e.get("reason"),
+                "vs_compile": compile_x.get("ratio"),
+            }
+    report: dict[str, Any] = {
+        "gpus": gpus,
+        "exit": done.returncode,
+        "run_dir": str(run_dir),
+        "wall_s": round(wall, 1),
+        "evaluate_s": round(evaluate_s, 1),
+        "candidates": len(verdicts),
+        "candidates_per_min": round(60 * len(verdicts) / evaluate_s, 2) if evaluate_s else None,
+        "verdicts": verdicts,
+    }
+    journal = run_dir / "eval-devices" / "judged.jsonl"
+    if journal.is_file():
+        judged = [json.loads(line) for line in journal.read_text().splitlines() if line.strip()]
+        report["judged"] = [
+            {
+                "index": j["index"],
+                "device": j["device"],
+                "seconds": round(j["end"] - j["start"], 1),
+                "verdict": j["verdict"],
+            }
+            for j in judged
+        ]
+        quiet: dict[str, list[tuple[float, float]]] = {}
+        spans: dict[str, list[tuple[float, float]]] = {}
+        for j in judged:
+            quiet.setdefault(j["device"], []).extend((float(a), float(b)) for a, b in j["quiet"])
+            spans.setdefault(j["device"], []).append((j["start"], j["end"]))
+        same_gpu_overlaps = [
+            (device, a, b)
+            for device, windows in quiet.items()
+            for a, b in combinations(sorted(windows), 2)
+            if _overlap(a, b) > 0
+        ]
+        side_by_side = sum(
+            max(0.0, _overlap(a, b)) for d1, d2 in combinations(sorted(spans), 2) for a in spans[d1] for b in spans[d2]
+        )
+        report["per_device"] = {d: len(v) for d, v in spans.items()}
+        report["quiet_phases"] = {d: len(v) for d, v in quiet.items()}
+        report["quiet_overlaps_on_one_gpu"] = len(same_gpu_overlaps)
+        report["judged_side_by_side_s"] = round(side_by_side, 1)
+    return report
+
+
+def optimize(args: argparse.Namespace) -> int:
+    gpus = _visible_gpus()
+    if not gpus:
+        sys.exit("no GPU visible")
+    out = args.out or Path(tempfile.mkdtemp(prefix="kw-multi-gpu-"))
+    runs = []
+    for chosen in ([gpus[0]], gpus) if len(gpus) > 1 else ([gpus[0]],):
+        folder = out / f"gpus-{'-'.join(chosen)}"
+        folder.mkdir(parents=True, exist_ok=True)
+        print(f"optimize on GPU(s) {','.join(chosen)} ...", file=sys.stderr, flush=True)
+        runs.append(run_optimize(chosen, folder, args.rounds, args.width))
+    same = len(runs) == 2 and {k: (v["verdict"], v["reason"]) for k, v in runs[0]["verdicts"].items()} == {
+        k: (v["verdict"], v["reason"]) for k, v in runs[1]["verdicts"].items()
+    }
+    doc = {"runs": runs, "same_candidates_same_verdicts": same}
+    if len(runs) == 2 and runs[0].get("candidates_per_min") and runs[1].get("candidates_per_min"):
+        doc["throughput_ratio"] = round(runs[1]["candidates_per_min"] / runs[0]["candidates_per_min"], 2)
+    text = json.dumps(doc, indent=2)
+    print(text)
+    (out / "optimize.json").write_text(text)
+    return 0 if all(r.get("exit") in (0, 1) for r in runs) else 1
+
+
+def _records(folder: Path) -> dict[tuple[str, str], tuple[str, str | None, str]]:
+    """(problem, candidate) -> (verdict, reason, where) of a batch folder's results.jsonl."""
+    from kernelwright.batch.results import read_records
+
+    return {
+        (r.problem, r.candidate): (str(r.verdict), r.reason, str(getattr(r, "worker", "") or ""))
+        for r in read_records(folder / "results.jsonl")
+        if r.kind == "candidate"
+    }
+
+
+def compare(args: argparse.Namespace) -> int:
+    tables = {str(f): _records(f) for f in args.folders}
+    names = list(tables)
+    first = tables[names[0]]
+    differ = []
+    for name in names[1:]:
+        other = tables[name]
+        for key in sorted(set(first) | set(other)):
+            a, b = first.get(key), other.get(key)
+            if a is None or b is None or a[:2] != b[:2]:
+                differ.append({"candidate": key, names[0]: a[:2] if a else None, name: b[:2] if b else None})
+    doc = {"folders": {n: len(t) for n, t in tables.items()}, "differences": differ, "identical": not differ}
+    print(json.dumps(doc, indent=2))
+    return 0 if not differ else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    o = sub.add_parser("optimize", help="one scripted optimisation on the first GPU, then on every GPU")
+    o.add_argument("--rounds", type=int, default=2)
+    o.add_argument("--width", type=int, default=4)
+    o.add_argument("--out", type=Path, default=None)
+    c = sub.add_parser("compare", help="the verdicts of batch folders, candidate by candidate")
+    c.add_argument("folders", type=Path, nargs="+")
+    args = parser.parse_args()
+    return optimize(args) if args.command == "optimize" else compare(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
