@@ -126,7 +126,7 @@ search)
         | tee "$OUT/search-pool.log" | tail -15
     ;;
 multi1)
-    rm -rf .gpuwork && mkdir -p .gpuwork
+    mkdir -p .gpuwork && rm -rf .gpuwork/cands .gpuwork/batch-* .gpuwork/multi-*
     KERNELWRIGHT_HOME=/tmp/kw-multi1 timeout 560 python3 scripts/bench_batch.py --device cuda \
         --from-slice benchmarks/level1_cuda --n 100 --cold-builds --workers 1 --lay-out-in .gpuwork/cands \
         --out .gpuwork/batch-1gpu --json "$OUT/batch-1gpu.json" 2>"$OUT/batch-1gpu.log" | tail -60
