@@ -133,11 +133,15 @@ multi1)
     keep batch-1gpu
     ;;
 multi2)
+    if [ ! -f .gpuwork/cands/expected.json ]; then  # a fresh machine: the same 100 files again (the lay-out is deterministic)
+        mkdir -p .gpuwork && python3 -c "import sys; sys.path.insert(0, 'scripts'); from pathlib import Path; \
+from bench_batch import lay_out_slice; lay_out_slice(Path('.gpuwork/cands'), Path('benchmarks/level1_cuda'), 100, True)"
+    fi
     KERNELWRIGHT_HOME=/tmp/kw-multi2 timeout 330 python3 scripts/bench_batch.py --device cuda \
         --candidates .gpuwork/cands --expected .gpuwork/cands/expected.json \
         --out .gpuwork/batch-allgpus --json "$OUT/batch-allgpus.json" 2>"$OUT/batch-allgpus.log" | tail -60
     keep batch-allgpus
-    python3 scripts/bench_multi_gpu.py compare .gpuwork/batch-1gpu .gpuwork/batch-allgpus
+    [ -d .gpuwork/batch-1gpu ] && python3 scripts/bench_multi_gpu.py compare .gpuwork/batch-1gpu .gpuwork/batch-allgpus
     timeout 230 python3 scripts/bench_multi_gpu.py optimize --out .gpuwork/multi-optimize 2>&1 | tail -120
     cp .gpuwork/multi-optimize/optimize.json "$OUT/" 2>/dev/null
     for d in .gpuwork/multi-optimize/gpus-*; do
