@@ -153,7 +153,14 @@ def record_of(result: Any, base: dict[str, Any], seconds: float) -> dict[str, An
         "flags": flags,
         "device_contended": "device_contended" in flags,
         "speedups": {
-            name: {"ratio": s.ratio, "ci_low": s.ci_low, "ci_high": s.ci_high} for name, s in result.speedups.items()
+            name: {
+                "ratio": s.ratio,
+                "ci_low": s.ci_low,
+                "ci_high": s.ci_high,
+                "floor": getattr(s, "floor_factor", 1.0),
+                "blocks": len(getattr(s, "block_ratios", [])),
+            }
+            for name, s in result.speedups.items()
         },
         "seconds": round(seconds, 2),
     }
@@ -275,10 +282,15 @@ def _spread(records: list[dict[str, Any]], baseline: str) -> str:
     median = statistics.median(s["ratio"] for s in ratios)
     inside = sum(s["ci_low"] <= median <= s["ci_high"] for s in ratios)
     low, high = min(s["ratio"] for s in ratios), max(s["ratio"] for s in ratios)
-    return f"{median:.2f}x {inside}/{len(ratios)} in CI, {low:.2f}-{high:.2f}"
+    # the widest stated interval, as a relative half-width (the default size's target is within ±2%)
+    widest = max(max(s["ci_high"] / s["ratio"] - 1.0, 1.0 - s["ci_low"] / s["ratio"]) for s in ratios if s["ratio"] > 0)
+    floored = sum(s.get("floor", 1.0) > 1.0 for s in ratios)
+    note = f", {floored} floored" if floored else ""
+    return f"{median:.2f}x {inside}/{len(ratios)} in CI, {low:.2f}-{high:.2f}, widest ±{widest:.0%}{note}"
 
 
 _DROPS_SPEEDUP = ("device_contended", "baselines_disagree", "speedup_not_reproduced")
+_SECOND_LOOKS = (*_DROPS_SPEEDUP, "profiled_again", "baseline_wall_mismatch")
 
 
 def _no_speedup_flag(flags: list[str]) -> str:
@@ -310,6 +322,10 @@ def report(records: list[dict[str, Any]]) -> None:
         )
         for reason, count in rejections.most_common():
             print(f"   {count:4d}  {reason}")
+        # the rules that compare timings and looked again (or withheld the speedup) instead of rejecting
+        looks = Counter(flag for r in group for flag in dict.fromkeys(r.get("flags", [])) if flag in _SECOND_LOOKS)
+        if looks:
+            print(f"   second looks / withheld: {', '.join(f'{k} {v}' for k, v in sorted(looks.items()))}")
         # `correct` with no speedup reported: device_contended, or another flag that dropped the figures
         unspeeded = [r for r in group if r["verdict"] == "correct" and not r.get("speedups")]
         if unspeeded:

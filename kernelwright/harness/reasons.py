@@ -193,7 +193,8 @@ _ENTRIES = (
         Verdict.REJECTED,
         ("static", "work_share"),
         "The candidate's kernel does not run: forward never reaches it in the source, the extension function is "
-        "never called, or the profiler saw no extension call or no kernel of the candidate's on some shape. "
+        "never called, or the profiler saw, on some shape, no call of its extension (nor of an operator it "
+        "registered itself, nor a CUDA graph replaying its own kernels) or no kernel of the candidate's. "
         "Whatever produced the output, it was not the custom kernel being evaluated.",
     ),
     ReasonInfo(

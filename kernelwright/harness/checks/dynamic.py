@@ -144,6 +144,11 @@ class WorkShare:
     ops_inside_per_call: float = 0.0
     """ATen ops the extension's functions called inside, per forward (CPU): each costs profiler
     overhead inside the function's clocked time while profiled."""
+    graph_kernels: list[str] = field(default_factory=list)
+    """Own kernels that ran from a CUDA graph replay (the candidate's forward replays a graph it
+    captured from its own kernels)."""
+    own_op_calls: int = 0
+    """Calls of operators the candidate registered itself, over all profiled rounds."""
 
     @property
     def own_fraction(self) -> float:
@@ -151,10 +156,22 @@ class WorkShare:
         return self.own_ms / total if total > 0 else 0.0
 
 
-def _has_region_ancestor(event: Any) -> bool:
+GRAPH_LAUNCHES = ("cudaGraphLaunch", "cuGraphLaunch")
+"""The runtime calls that replay a CUDA graph. CUPTI gives every kernel of one replay the
+correlation id of its launch call, and torch.profiler keeps that id as the event's `id` on both."""
+
+
+def _is_region(event: Any, own_ops: frozenset[str]) -> bool:
+    """A region of the candidate's own code: an extension function's call (`REGION_PREFIX`), or an
+    operator it registered itself (`own_ops`, as the dispatcher records it: `ns::name`)."""
+    name = event.name
+    return name.startswith(REGION_PREFIX) or name in own_ops
+
+
+def _has_region_ancestor(event: Any, own_ops: frozenset[str] = frozenset()) -> bool:
     parent = event.cpu_parent
     while parent is not None:
-        if parent.name.startswith(REGION_PREFIX):
+        if _is_region(parent, own_ops):
             return True
         parent = parent.cpu_parent
     return False
@@ -169,53 +186,83 @@ def device_streams(prof: Any) -> set[int]:
     }
 
 
+def graph_launch_ids(events: Any) -> set[int]:
+    """The correlation ids of the CUDA graph replays among the profiled runtime calls."""
+    return {
+        int(ev.id)
+        for ev in events
+        if getattr(ev, "device_type", None) == torch.autograd.DeviceType.CPU and ev.name.startswith(GRAPH_LAUNCHES)
+    }
+
+
+@dataclass
+class RoundFigures:
+    """What one profiled round attributes: own and library time, the kernels seen, and how the
+    candidate's own code was entered (extension regions are counted by the recorder elsewhere)."""
+
+    own_ms: float = 0.0
+    library: dict[str, float] = field(default_factory=dict)
+    own_kernels: list[str] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+    disowned: set[str] = field(default_factory=set)
+    ops_inside: int = 0
+    graph_kernels: list[str] = field(default_factory=list)
+    """Own kernels that ran as part of a CUDA graph replay (their launch was a graph launch)."""
+    own_op_calls: int = 0
+    """Calls of operators the candidate registered itself (outermost ones)."""
+
+
 def _attribute(
-    prof: Any, device: str, own: KernelMatcher, not_own: frozenset[str]
-) -> tuple[float, dict[str, float], list[str], set[str], set[str], int]:
-    """(own ms, library ms per op or kernel, own kernel names, every kernel seen, kernels
-    disowned) of one profiled round. On CUDA a kernel is the candidate's when `own` matches it
-    exactly and the reference does not launch a kernel of the same name (`not_own`)."""
-    own_ms = 0.0
-    library: dict[str, float] = {}
-    own_kernels: list[str] = []
-    seen: set[str] = set()
-    disowned: set[str] = set()
+    prof: Any, device: str, own: KernelMatcher, not_own: frozenset[str], own_ops: frozenset[str] = frozenset()
+) -> RoundFigures:
+    """One profiled round's figures. On CUDA a kernel is the candidate's when `own` matches it
+    exactly and the reference does not launch a kernel of the same name (`not_own`), however it
+    was launched (directly, from an operator the candidate registered, or replayed from a CUDA
+    graph: those are recorded in `graph_kernels`). On the CPU the candidate's own time is that of
+    its regions (extension calls and its own operators, `own_ops`), less the ATen ops called inside."""
+    out = RoundFigures()
+    events = list(prof.events())
+    out.own_op_calls = sum(1 for ev in events if ev.name in own_ops and not _has_region_ancestor(ev, own_ops))
     if device == "cuda":
-        for ev in prof.events():
+        graphs = graph_launch_ids(events)
+        for ev in events:
             if getattr(ev, "device_type", None) != torch.autograd.DeviceType.CUDA or ev.name.startswith(REGION_PREFIX):
                 continue  # only kernels: our own record_function regions are mirrored on the GPU timeline
             ms = ev.device_time_total / 1e3
-            seen.add(ev.name)
+            out.seen.add(ev.name)
             if in_torch_namespace(ev.name) and any(m in ev.name for m in NOT_WORK_KERNEL_MARKERS):
-                library[NOT_WORK] = library.get(NOT_WORK, 0.0) + ms  # a fill or a copy: no arithmetic
+                out.library[NOT_WORK] = out.library.get(NOT_WORK, 0.0) + ms  # a fill or a copy: no arithmetic
                 continue
             if own.owns(ev.name) and ev.name not in not_own:
-                own_ms += ms
-                own_kernels.append(ev.name)
+                out.own_ms += ms
+                out.own_kernels.append(ev.name)
+                if int(getattr(ev, "id", -1)) in graphs:
+                    out.graph_kernels.append(ev.name)
             else:
                 if own.owns(ev.name):
-                    disowned.add(ev.name)
-                library[ev.name] = library.get(ev.name, 0.0) + ms
-        return own_ms, library, own_kernels, seen, disowned, 0
-    for ev in prof.events():
-        if ev.name.startswith(REGION_PREFIX) and not _has_region_ancestor(ev):
-            own_ms += ev.cpu_time_total / 1e3
-            own_kernels.append(ev.name[len(REGION_PREFIX) :])
-    inside = 0
-    for ev in prof.events():
+                    out.disowned.add(ev.name)
+                out.library[ev.name] = out.library.get(ev.name, 0.0) + ms
+        return out
+    for ev in events:
+        if _is_region(ev, own_ops) and not _has_region_ancestor(ev, own_ops):
+            out.own_ms += ev.cpu_time_total / 1e3
+            name = ev.name
+            out.own_kernels.append(name[len(REGION_PREFIX) :] if name.startswith(REGION_PREFIX) else name)
+    for ev in events:
         if not ev.name.startswith("aten::"):
             continue
         ms = ev.self_cpu_time_total / 1e3
-        in_region = _has_region_ancestor(ev)
-        inside += in_region
+        in_region = _has_region_ancestor(ev, own_ops)
+        out.ops_inside += in_region
         if ev.name in PROFILED_NOT_WORK:
             if not in_region:
-                library[NOT_WORK] = library.get(NOT_WORK, 0.0) + ms
+                out.library[NOT_WORK] = out.library.get(NOT_WORK, 0.0) + ms
             continue
-        library[ev.name] = library.get(ev.name, 0.0) + ms
+        out.library[ev.name] = out.library.get(ev.name, 0.0) + ms
         if in_region:
-            own_ms -= ms  # a library op called from inside the extension is not the candidate's work
-    return max(own_ms, 0.0), library, own_kernels, seen, disowned, inside
+            out.own_ms -= ms  # a library op called from inside the candidate's code is not its work
+    out.own_ms = max(out.own_ms, 0.0)
+    return out
 
 
 def measure_work_share(
@@ -228,11 +275,12 @@ def measure_work_share(
     target_ms: float = WORK_SHARE_TARGET_MS,
     max_calls: int = WORK_SHARE_MAX_CALLS,
     while_profiled: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+    own_ops: frozenset[str] = frozenset(),
 ) -> WorkShare:
     """Profile `call` and attribute time per call: on CUDA by kernel (own: the candidate's
     __global__ kernels read from its built libraries, and its Triton kernels, matched exactly;
     never a kernel in `not_own`, the reference's), on the CPU by aten op (inside vs outside the
-    extension's regions).
+    extension's regions and the candidate's own operators, `own_ops`: `ns::name` as registered).
 
     Each of `repeats` profiled rounds runs enough calls to cover about `target_ms` (an op of a few
     microseconds is mostly profiler and thread wake-up noise on its own), and the fastest round is
@@ -259,18 +307,22 @@ def measure_work_share(
     disowned: set[str] = set()
     streams: set[int] = set()
     ops_inside = 0.0
+    graph_kernels: set[str] = set()
+    own_op_calls = 0
     for _ in range(repeats):
         with profile(activities=activities) as prof, while_profiled():
             run(calls)
-        own_ms, library, own_kernels, round_seen, round_disowned, inside = _attribute(prof, device, own, not_own)
-        ops_inside = max(ops_inside, inside / calls)
-        own_ms, library = own_ms / calls, {name: ms / calls for name, ms in library.items()}
-        kernels.update(own_kernels)
-        seen |= round_seen
-        disowned |= round_disowned
+        figures = _attribute(prof, device, own, not_own, own_ops)
+        ops_inside = max(ops_inside, figures.ops_inside / calls)
+        own_ms, library = figures.own_ms / calls, {name: ms / calls for name, ms in figures.library.items()}
+        kernels.update(figures.own_kernels)
+        graph_kernels.update(figures.graph_kernels)
+        own_op_calls += figures.own_op_calls
+        seen |= figures.seen
+        disowned |= figures.disowned
         streams |= device_streams(prof) if device == "cuda" else set()
         if best is None or own_ms + sum(library.values()) < best[0] + sum(best[1].values()):
-            best = (own_ms, library, own_kernels)
+            best = (own_ms, library, figures.own_kernels)
     assert best is not None
     library_ops = dict(best[1])
     not_work = library_ops.pop(NOT_WORK, 0.0)
@@ -283,6 +335,8 @@ def measure_work_share(
     share.disowned = sorted(disowned)
     share.streams = streams
     share.ops_inside_per_call = ops_inside
+    share.graph_kernels = sorted(graph_kernels)
+    share.own_op_calls = own_op_calls
     return share
 
 

@@ -30,10 +30,14 @@ from kernelwright.harness.judge.timing import (
     slowed_baselines,
 )
 from kernelwright.harness.judge.work_share import (
+    fallback_within_noise,
+    faster_profile,
     judge_profile_consistency,
     judge_work_share,
+    profile_disagrees_with_timing,
     profile_slower_than_timed,
     profiled_ms,
+    with_second_profile,
 )
 
 __all__ = [
@@ -42,6 +46,8 @@ __all__ = [
     "build_failure",
     "disagreeing_baselines",
     "ending",
+    "fallback_within_noise",
+    "faster_profile",
     "forged_channel",
     "judge_baselines",
     "judge_measured_outputs",
@@ -51,6 +57,7 @@ __all__ = [
     "judge_trials",
     "judge_work_share",
     "needs_comparison",
+    "profile_disagrees_with_timing",
     "profile_slower_than_timed",
     "profiled_ms",
     "raised",
@@ -61,4 +68,5 @@ __all__ = [
     "static_rejection_verdict",
     "trial_result",
     "unreadable_report",
+    "with_second_profile",
 ]

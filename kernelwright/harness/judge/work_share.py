@@ -40,6 +40,14 @@ OWN_WORK_MIN_S = 5e-6
 # ...after taking off the profiler's cost of each ATen op called inside (measured 1-3 us on a
 # loaded 2-core CPU; counted generously).
 PROFILER_OP_OVERHEAD_S = 10e-6
+WORK_SHARE_NOISE = 1.5
+"""How far a profiled time may be off by noise alone: a library share judged against its
+threshold within this factor (strict: 50% to 75% of the reference; engineering: own work between
+the minimum / 1.5 and the minimum) is profiled once more before it is rejected, and rejected only
+when the second profile says so too. Each profile already keeps the fastest of 5 rounds of ~2 ms,
+so noise must slow all of them; a loaded 2-core CPU was seen slowing a round by 1.3x. A fallback
+that does PyTorch's whole job reads about 1.0 of the reference (x2 the threshold) and is rejected
+at once."""
 
 
 def judge_work_share(
@@ -73,7 +81,10 @@ def judge_work_share(
         library, reference = share.library_ms, share.reference_ms
         where = "" if share is shares[0] else f" (on shape variant {share.plan.variant})"
         top = ", ".join(f"{name} {ms:.2f} ms" for name, ms in share.top_library_ops)
-        if analysis.backend in ("cpp", "cuda") and share.ext_calls == 0:
+        entered = _entered_otherwise(share, analysis)
+        if entered is not None and entered.code not in {f.code for f in flags}:
+            flags.append(entered)
+        if analysis.backend in ("cpp", "cuda") and share.ext_calls == 0 and entered is None:
             cache = next((f for f in analysis.findings if f.code == Reason.INPUT_CACHE.value), None)
             if cache is not None and not share.top_library_ops:
                 # Called again on inputs it had seen (the profile repeats its calls), forward did no
@@ -150,6 +161,74 @@ def judge_work_share(
     return decided(message=message)
 
 
+def _entered_otherwise(share: Share, analysis: CandidateAnalysis) -> Flag | None:
+    """How the candidate's own code ran when forward called none of its extension's functions
+    (the recorder counts only those): through an operator it registered itself (`own_ops`,
+    validated statically: its implementation reaches the candidate's extension or kernel), or,
+    on the GPU, as its own kernels replayed from a CUDA graph it captured. The flag that says so,
+    or None. What ran is then judged like any call: the same rules of who did the work follow."""
+    if share.ext_calls > 0:
+        return None
+    if share.own_op_calls > 0 and analysis.own_ops:
+        return Flag(
+            code="own_operator",
+            message=f"forward entered the candidate's code through operators it registered ({', '.join(analysis.own_ops[:3])})",
+        )
+    if share.device == "cuda" and share.graph_kernels:
+        return Flag(
+            code="graph_replayed_kernels",
+            message=f"the candidate's own kernels ran from a CUDA graph replay ({', '.join(share.graph_kernels[:3])}); "
+            "its outputs on fresh inputs are checked like any call",
+        )
+    return None
+
+
+def fallback_margin(share: Share, policy: str) -> float | None:
+    """How far one shape's profile is past the torch_fallback threshold of `policy`, as a factor
+    (at least 1: rejected; under 1: within it); None where the rule does not apply (no time
+    measured). Strict: the library share of the reference over `MAX_LIBRARY_SHARE`; engineering:
+    the minimum own work over the own work measured."""
+    share = _count_not_work(share)
+    own, library, reference = share.own_ms, share.library_ms, share.reference_ms
+    if policy == "engineering":
+        need = min(ENGINEERING_MIN_OUTPUT_PASS * share.output_pass_ms, ENGINEERING_MIN_OWN_SHARE * (own + library))
+        if own + library <= 0 or need <= 0:
+            return None
+        fastest = _own_work_at_fastest_ms(share) if share.device == "cpu" else None
+        own_work = min(own, fastest) if fastest is not None else own
+        return need / own_work if own_work > 0 else float("inf")
+    if reference <= 0:
+        return None
+    return library / reference / MAX_LIBRARY_SHARE
+
+
+def fallback_within_noise(shares: Sequence[Share], policy: str) -> list[int]:
+    """The shapes to profile once more before a `torch_fallback` from the work share stands: those
+    past the threshold by less than `WORK_SHARE_NOISE`. Empty when none is past it, or when one is
+    past it by more (that evidence is beyond noise: rejected at once)."""
+    margins = [fallback_margin(share, policy) for share in shares]
+    past = [i for i, m in enumerate(margins) if m is not None and m >= 1.0]
+    if any((margins[i] or 0.0) >= WORK_SHARE_NOISE for i in past):
+        return []
+    return past
+
+
+def with_second_profile(first: Sequence[Share], second: Sequence[Share], policy: str) -> list[Share]:
+    """Per shape, the first profile or the second (matched by trial index), whichever is further
+    from the torch_fallback threshold: a noisy round inflates a profile, and the judgement stands
+    only where both profiles are past the threshold."""
+    again = {share.plan.index: share for share in second if share.error is None}
+    merged = []
+    for share in first:
+        other = again.get(share.plan.index)
+        if other is None:
+            merged.append(share)
+            continue
+        mine, theirs = fallback_margin(share, policy), fallback_margin(other, policy)
+        merged.append(other if mine is not None and theirs is not None and theirs < mine else share)
+    return merged
+
+
 def _own_work_at_fastest_ms(share: Share) -> float | None:
     """Per forward, the time the extension's functions took at their fastest profiled call, times
     their calls, less the profiler's cost of the ATen ops they called inside; None without data."""
@@ -211,6 +290,34 @@ def profile_slower_than_timed(timings: Mapping[str, TimingStats], device: str, s
         return False
     profiled = profiled_ms(shares[0])
     return profiled >= PROFILE_MISMATCH_MIN_MS.get(device, 1.0) and cand.median_ms < PROFILE_MISMATCH_RATIO * profiled
+
+
+def profile_disagrees_with_timing(
+    timings: Mapping[str, TimingStats], device: str, shares: Sequence[Share], timing: TimingReport | None = None
+) -> bool:
+    """Whether `judge_profile_consistency` would reject on a comparison of times (the timed median
+    under half the profiled time, or on the CPU an extension function's fastest timed call under a
+    quarter of its fastest profiled one): the harness profiles once more before judging (a busy
+    machine only slows a profile; a candidate that works less when not watched is slower when
+    profiled every time). The call counts (`_extension_skipped`) are exact, not noisy: not here."""
+    if not shares or shares[0].error is not None:
+        return False
+    if timing is not None and _extension_skipped(shares[0], timing) is not None:
+        return False  # rejected on the counts, which a second profile would not change
+    if profile_slower_than_timed(timings, device, shares):
+        return True
+    return device == "cpu" and timing is not None and _own_work_shrank(shares[0], timing) is not None
+
+
+def faster_profile(first: Share, second: Share) -> Share:
+    """Of two profiles of the default shapes, the one to judge the timing against: the faster by
+    profiled time, with each extension function's fastest call the faster of the two (noise only
+    slows a call, so the faster reading is the closer one)."""
+    chosen = second if profiled_ms(second) < profiled_ms(first) else first
+    fastest = dict(first.extension_fastest_s)
+    for name, seconds in second.extension_fastest_s.items():
+        fastest[name] = min(seconds, fastest.get(name, seconds))
+    return chosen.model_copy(update={"extension_fastest_s": fastest})
 
 
 def judge_profile_consistency(

@@ -51,7 +51,7 @@ def run_timing(
     mismatch = judge.judge_measured_outputs(checks, Reason.TIMED_OUTPUT_MISMATCH, "the timed calls (fresh inputs)")
     if mismatch is not None:
         return apply(result, mismatch)
-    if share_rules.profile_slower_than_timed(result.timings, result.device, shares):
+    if share_rules.profile_disagrees_with_timing(result.timings, result.device, shares, report):
         shares = profile_again(ctx, worker, result, request, shares)
     if result.verdict == Verdict.CORRECT:
         apply(result, share_rules.judge_profile_consistency(result.timings, result.device, shares, report))

@@ -5,11 +5,14 @@ shapes profiled once more."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from kernelwright.harness import judge
 from kernelwright.harness.checks.static.analysis import CandidateAnalysis
 from kernelwright.harness.checks.symbols import own_kernels
+from kernelwright.harness.judge import Decision
 from kernelwright.harness.judge import work_share as share_rules
 from kernelwright.harness.options import TrialPlan
 from kernelwright.harness.phases.context import Context, apply
@@ -30,7 +33,7 @@ def ownership(
     cannot be read, the source's kernel names stand in, and the result says so."""
     libraries = [Path(b.library) for b in builds if b.library]
     found = own_kernels(libraries, ctx.opts.build_cache) if ctx.opts.device == "cuda" else None
-    request = WorkShareRequest(plans=[], own_names=list(analysis.triton_kernels))
+    request = WorkShareRequest(plans=[], own_names=list(analysis.triton_kernels), own_ops=list(analysis.own_ops))
     if found is not None and found.read:
         request.own_exact = list(found.names)
     else:
@@ -76,10 +79,64 @@ def run_work_share(
     if result.verdict != Verdict.CORRECT:
         return []
     shares = report.shares
-    if profiled_outputs_agree(ctx, result, shares, "the profiled calls"):
-        flagged = [f.code for f in result.flags]
-        apply(result, judge.judge_work_share(shares, analysis, ctx.opts.policy, len(result.trials), flagged))
+    if not profiled_outputs_agree(ctx, result, shares, "the profiled calls"):
+        return shares
+    flagged = [f.code for f in result.flags]
+
+    def decide(judged: Sequence[Share]) -> Decision:
+        return judge.judge_work_share(judged, analysis, ctx.opts.policy, len(result.trials), flagged)
+
+    def again(plans: list[TrialPlan]) -> list[Share]:
+        return profile_shapes(ctx, worker, result, request.model_copy(update={"plans": plans}))
+
+    decision, shares = judged_twice_if_noisy(shares, ctx.opts.policy, decide, again)
+    if result.verdict == Verdict.CORRECT:  # the second profile's outputs were compared too
+        apply(result, decision)
     return shares
+
+
+def judged_twice_if_noisy(
+    shares: list[Share],
+    policy: str,
+    decide: Callable[[Sequence[Share]], Decision],
+    again: Callable[[list[TrialPlan]], list[Share]],
+) -> tuple[Decision, list[Share]]:
+    """The work share's decision, taken twice when its evidence is within noise: a `torch_fallback`
+    whose shapes are past the library threshold by less than `WORK_SHARE_NOISE` has those shapes
+    profiled once more (`again`), and each is judged on the profile further from the threshold
+    (rejected only when both are past it). Evidence beyond noise is decided at once. Returns the
+    decision and the shares it was taken on."""
+    decision = decide(shares)
+    if decision.reason != Reason.TORCH_FALLBACK:
+        return decision, shares
+    noisy = judge.fallback_within_noise(shares, policy)
+    if not noisy:
+        return decision, shares
+    second = again([shares[i].plan for i in noisy])
+    if not second:  # the second profile failed or its outputs did not match: the first stands
+        return decision, shares
+    merged = judge.with_second_profile(shares, second, policy)
+    decided = decide(merged)
+    still = "still past it" if decided.reason == Reason.TORCH_FALLBACK else "within it"
+    flag = Flag(
+        code="profiled_again",
+        message=f"the library share was past the torch_fallback threshold by less than noise allows on "
+        f"{len(noisy)} shape(s): profiled again, {still}",
+    )
+    return replace(decided, flags=(*decided.flags, flag)), merged
+
+
+def profile_shapes(ctx: Context, worker: WorkerProcess, result: EvalResult, request: WorkShareRequest) -> list[Share]:
+    """`request`'s plans profiled once more, their outputs checked like the first profile's (a
+    mismatch is the verdict); the shares, or none when profiling failed or the outputs differ."""
+    reply = profile(worker, request, 4 * ctx.opts.run_timeout_s)
+    report = reply.report if reply.ok else None
+    second = report.shares if report is not None and not report.fatal else []
+    if not second or any(share.error is not None for share in second):
+        return []
+    if not profiled_outputs_agree(ctx, result, second, "the profiled calls (again)"):
+        return []
+    return second
 
 
 def profile(worker: WorkerProcess, request: WorkShareRequest, timeout_s: float) -> Reply[WorkShareReport]:
@@ -103,21 +160,24 @@ def profile_again(
     """The default shapes profiled once more, the profile being slower than the timing (a busy
     machine slows a profile; a candidate that works less when not watched is slower when profiled
     every time): its outputs are checked like the first profile's, and the faster of the two
-    profiles is the one judged. The shares to judge (the first ones if the second profile failed)."""
-    again = request.model_copy(update={"plans": request.plans[:1]})
-    reply = profile(worker, again, 4 * ctx.opts.run_timeout_s)
-    report = reply.report if reply.ok else None
-    second = report.shares if report is not None and not report.fatal else []
-    if not second or second[0].error is not None:
-        return shares
-    if not profiled_outputs_agree(ctx, result, second, "the profiled calls (again)"):
-        return shares
-    first_ms, second_ms = share_rules.profiled_ms(shares[0]), share_rules.profiled_ms(second[0])
-    result.flags.append(
-        Flag(
-            code="profiled_again",
-            message=f"profiled at {first_ms:.4f} ms per call, over twice the timed median: profiled again, "
-            f"{second_ms:.4f} ms per call",
-        )
+    profiles is the one judged (`faster_profile`: on the CPU each extension function's fastest
+    call too). The shares to judge (the first ones if the second profile failed)."""
+    second = profile_shapes(ctx, worker, result, request.model_copy(update={"plans": request.plans[:1]}))
+    judged, flag = with_second_default_profile(shares, second)
+    if flag is not None:
+        result.flags.append(flag)
+    return judged
+
+
+def with_second_default_profile(first: list[Share], second: list[Share]) -> tuple[list[Share], Flag | None]:
+    """The shares to judge the timing against once the default shapes were profiled again
+    (`second`, empty when that failed: the first stand), and the flag that says so."""
+    if not first or not second:
+        return first, None
+    first_ms, second_ms = share_rules.profiled_ms(first[0]), share_rules.profiled_ms(second[0])
+    flag = Flag(
+        code="profiled_again",
+        message=f"profiled at {first_ms:.4f} ms per call, which the timing disagrees with: profiled again, "
+        f"{second_ms:.4f} ms per call",
     )
-    return [second[0], *shares[1:]] if second_ms < first_ms else shares
+    return [share_rules.faster_profile(first[0], second[0]), *first[1:]], flag

@@ -318,6 +318,7 @@ class CandidateSession:
                             own=own,
                             not_own=frozenset(ref_share.kernels),
                             while_profiled=self.recorder.window,
+                            own_ops=frozenset(request.own_ops),
                         )
                 except Exception as exc:  # profiling is evidence, not a verdict: report that it failed
                     shares.append(Share(plan=plan, error=f"{type(exc).__name__}: {exc}"))
@@ -357,6 +358,8 @@ class CandidateSession:
                         device=share.device,
                         calls_per_round=share.calls_per_round,
                         reference_calls_per_round=ref_share.calls_per_round,
+                        graph_kernels=share.graph_kernels,
+                        own_op_calls=share.own_op_calls,
                     )
                 )
         self._check_tampering()

@@ -126,6 +126,11 @@ class WorkShareRequest(BaseModel):
         description="Kernel names matched by function name: Triton kernels, and the source's CUDA kernels when "
         "the libraries could not be read.",
     )
+    own_ops: list[str] = Field(
+        default_factory=list,
+        description="Operators the candidate registered itself with its own implementation (`ns::name`, from "
+        "static analysis): their calls are its own code in the profile.",
+    )
 
 
 class WorkerMessage(BaseModel):

@@ -106,6 +106,8 @@ class Share(BaseModel):
     device: str = ""
     calls_per_round: int = 1
     reference_calls_per_round: int = 1
+    graph_kernels: list[str] = Field(default_factory=list)  # own kernels replayed from a CUDA graph
+    own_op_calls: int = 0  # calls of operators the candidate registered itself (torch.ops.NS.NAME)
 
 
 class WorkShareReport(Report):

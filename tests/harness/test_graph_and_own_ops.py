@@ -1,0 +1,263 @@
+"""Who launched the candidate's kernels (#28): kernels replayed from a CUDA graph the candidate
+captured from its own kernels, and operators it registered itself (`torch.ops.NS.NAME`), count as
+its own work in the work-share profile; a graph of PyTorch's kernels, or an operator that wraps
+PyTorch's, stays a fallback. Profiler events are synthetic here (the attribution reads names,
+device types, correlation ids and parents, as torch.profiler's FunctionEvents carry them); the
+CPU operator test builds a real TORCH_LIBRARY extension. The GPU cases are in
+`test_graph_replay_gpu.py`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from kernelwright.harness import judge
+from kernelwright.harness.checks.dynamic import _attribute, graph_launch_ids, measure_work_share
+from kernelwright.harness.checks.recorder import REGION_PREFIX
+from kernelwright.harness.checks.static.analysis import analyze_candidate
+from kernelwright.harness.checks.symbols import KernelMatcher
+from kernelwright.harness.phases.context import apply
+from kernelwright.harness.result import EvalResult
+from kernelwright.harness.verdicts import Reason, Verdict
+from kernelwright.harness.workers.messages import Share
+from tests.harness.test_judge_work_share import OWN, _share
+from tests.harness.test_static_analysis import cuda_candidate
+
+CPU, CUDA = torch.autograd.DeviceType.CPU, torch.autograd.DeviceType.CUDA
+
+
+@dataclass
+class Ev:
+    """The fields of a torch.profiler FunctionEvent the attribution reads."""
+
+    name: str
+    device_type: Any = CPU
+    id: int = 0
+    device_time_total: float = 0.0  # us
+    cpu_time_total: float = 0.0
+    self_cpu_time_total: float = 0.0
+    cpu_parent: Ev | None = None
+    device_resource_id: int = 7
+
+
+@dataclass
+class Prof:
+    evs: list[Ev] = field(default_factory=list)
+
+    def events(self) -> list[Ev]:
+        return self.evs
+
+
+def _graph_round(own_in_graph: bool = True, aten_in_graph: bool = False) -> Prof:
+    """One forward of an honest graph candidate as the profiler records it: copy_ of the fresh
+    input into the static buffer (an ATen copy kernel), then cudaGraphLaunch (correlation 41), whose
+    replay runs the captured kernels, all carrying correlation 41."""
+    forward = Ev("ModelNew.forward", id=3)
+    evs = [
+        forward,
+        Ev("aten::copy_", id=4, cpu_parent=forward),
+        Ev("cudaMemcpyAsync", id=40, cpu_parent=forward),
+        Ev("Memcpy DtoD (Device -> Device)", CUDA, id=40, device_time_total=2.0),
+        Ev("cudaGraphLaunch", id=41, cpu_parent=forward),
+    ]
+    if own_in_graph:
+        evs.append(Ev(OWN, CUDA, id=41, device_time_total=10.0))
+    if aten_in_graph:
+        evs.append(
+            Ev(
+                "void at::native::vectorized_elementwise_kernel<4, at::native::relu>",
+                CUDA,
+                id=41,
+                device_time_total=9.0,
+            )
+        )
+    return Prof(evs)
+
+
+def test_graph_launches_are_found_by_their_runtime_call() -> None:
+    assert graph_launch_ids(_graph_round().events()) == {41}
+    driver = [Ev("cuGraphLaunch", id=9), Ev("cudaLaunchKernel", id=10), Ev(OWN, CUDA, id=9)]
+    assert graph_launch_ids(driver) == {9}
+
+
+def test_own_kernels_replayed_from_a_graph_are_own_and_marked() -> None:
+    figures = _attribute(_graph_round(), "cuda", KernelMatcher([OWN]), frozenset())
+    assert figures.own_kernels == [OWN] and figures.graph_kernels == [OWN]
+    assert figures.own_ms == pytest.approx(0.010)
+    # launched directly (cudaLaunchKernel): own, not from a graph
+    direct = Prof([Ev("cudaLaunchKernel", id=50), Ev(OWN, CUDA, id=50, device_time_total=10.0)])
+    figures = _attribute(direct, "cuda", KernelMatcher([OWN]), frozenset())
+    assert figures.own_kernels == [OWN] and figures.graph_kernels == []
+
+
+def test_a_graph_of_pytorch_kernels_is_library_work() -> None:
+    figures = _attribute(
+        _graph_round(own_in_graph=False, aten_in_graph=True), "cuda", KernelMatcher([OWN]), frozenset()
+    )
+    assert figures.own_kernels == [] and figures.graph_kernels == []
+    assert any("relu" in name for name in figures.library)
+
+
+def _judged(**extra: Any) -> EvalResult:
+    share = Share.model_validate(_share(own_ms=0.01, library_ms=0.0, reference_ms=0.01, **extra))
+    result = EvalResult(problem="p", candidate="c.py", verdict=Verdict.CORRECT, device="cuda")
+    return apply(result, judge.judge_work_share([share], analyze_candidate(cuda_candidate()), "strict", 5))
+
+
+def test_an_honest_graph_replay_is_the_candidates_work() -> None:
+    result = _judged(ext_calls=0, graph_kernels=[OWN])
+    assert result.verdict == Verdict.CORRECT, result.message
+    assert any(f.code == "graph_replayed_kernels" for f in result.flags)
+
+
+def test_no_extension_call_and_no_graph_of_own_kernels_is_still_not_launched() -> None:
+    result = _judged(ext_calls=0)
+    assert (result.verdict, result.reason) == (Verdict.REJECTED, Reason.KERNEL_NOT_LAUNCHED)
+    # a graph that replays PyTorch's kernels: no own kernel ran
+    aten = Share.model_validate(
+        {**_share(own_ms=0.0, library_ms=0.01, reference_ms=0.01), "ext_calls": 0, "own_kernels": []}
+    )
+    result = EvalResult(problem="p", candidate="c.py", verdict=Verdict.CORRECT, device="cuda")
+    apply(result, judge.judge_work_share([aten], analyze_candidate(cuda_candidate()), "strict", 5))
+    assert (result.verdict, result.reason) == (Verdict.REJECTED, Reason.KERNEL_NOT_LAUNCHED)
+
+
+# --- operators the candidate registered itself ---
+
+
+def test_an_own_operator_is_a_region_of_the_candidates_code_on_the_cpu() -> None:
+    forward = Ev("ModelNew.forward")
+    op = Ev("kw_lib::relu", cpu_time_total=50.0, cpu_parent=forward)
+    empty = Ev("aten::empty_like", self_cpu_time_total=2.0, cpu_parent=op)
+    figures = _attribute(
+        Prof([forward, op, empty]), "cpu", KernelMatcher(), frozenset(), own_ops=frozenset({"kw_lib::relu"})
+    )
+    assert figures.own_kernels == ["kw_lib::relu"] and figures.own_op_calls == 1
+    assert figures.own_ms == pytest.approx(0.050)
+    # not registered by the candidate (or not validated): not its code
+    figures = _attribute(Prof([forward, op, empty]), "cpu", KernelMatcher(), frozenset())
+    assert figures.own_kernels == [] and figures.own_op_calls == 0 and figures.own_ms == 0.0
+
+
+def test_an_own_operator_that_wraps_pytorch_leaves_the_work_to_pytorch() -> None:
+    forward = Ev("ModelNew.forward")
+    op = Ev("kw_lib::relu", cpu_time_total=50.0, cpu_parent=forward)
+    relu = Ev("aten::relu", self_cpu_time_total=48.0, cpu_parent=op)
+    figures = _attribute(
+        Prof([forward, op, relu]), "cpu", KernelMatcher(), frozenset(), own_ops=frozenset({"kw_lib::relu"})
+    )
+    assert figures.own_ms == pytest.approx(0.002) and figures.library["aten::relu"] == pytest.approx(0.048)
+
+
+def test_an_extension_region_inside_an_own_operator_is_counted_once() -> None:
+    op = Ev("kw_custom::relu", cpu_time_total=50.0)
+    region = Ev(f"{REGION_PREFIX}kw_ext.relu_forward", cpu_time_total=45.0, cpu_parent=op)
+    figures = _attribute(
+        Prof([op, region]), "cpu", KernelMatcher(), frozenset(), own_ops=frozenset({"kw_custom::relu"})
+    )
+    assert figures.own_ms == pytest.approx(0.050) and figures.own_kernels == ["kw_custom::relu"]
+
+
+def test_an_own_operator_called_without_the_extension_is_launched() -> None:
+    share = Share.model_validate(
+        {**_share(own_ms=0.05, library_ms=0.0, reference_ms=0.05), "ext_calls": 0, "own_op_calls": 40, "device": "cpu"}
+    )
+    source = (Path(__file__).parents[1] / "candidates" / "torch_library_relu_cpp.py").read_text()
+    analysis = analyze_candidate(source)
+    result = EvalResult(problem="p", candidate="c.py", verdict=Verdict.CORRECT, device="cpu")
+    apply(result, judge.judge_work_share([share], analysis, "strict", 5))
+    assert result.verdict == Verdict.CORRECT, result.message
+    assert any(f.code == "own_operator" and "kw_lib::relu" in f.message for f in result.flags)
+    no_calls = share.model_copy(update={"own_op_calls": 0})
+    result = EvalResult(problem="p", candidate="c.py", verdict=Verdict.CORRECT, device="cpu")
+    apply(result, judge.judge_work_share([no_calls], analysis, "strict", 5))
+    assert result.reason == Reason.KERNEL_NOT_LAUNCHED
+
+
+TWO_OPS = r"""
+#include <torch/extension.h>
+
+at::Tensor relu_own(const at::Tensor& x) {
+    auto xc = x.contiguous();
+    auto out = at::empty_like(xc);
+    const float* in = xc.data_ptr<float>();
+    float* o = out.data_ptr<float>();
+    for (int64_t i = 0; i < xc.numel(); ++i) o[i] = in[i] > 0.0f ? in[i] : 0.0f;
+    return out;
+}
+
+at::Tensor relu_wrap(const at::Tensor& x) { return at::relu(x); }
+
+TORCH_LIBRARY(kw_prof_test, m) {
+    m.def("relu_own(Tensor x) -> Tensor");
+    m.def("relu_wrap(Tensor x) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(kw_prof_test, CPU, m) {
+    m.impl("relu_own", &relu_own);
+    m.impl("relu_wrap", &relu_wrap);
+}
+"""
+
+
+@pytest.mark.slow
+def test_a_real_torch_library_operator_in_the_cpu_profile(tmp_path: Path) -> None:
+    """A C++ extension registering two TORCH_LIBRARY operators, one with its own loop and one
+    that wraps at::relu, profiled as the work share profiles a candidate: the first is own work,
+    the second's time is aten::relu's (library)."""
+    from torch.utils.cpp_extension import load_inline
+
+    load_inline(
+        name="kw_prof_test_ops",
+        cpp_sources=TWO_OPS,
+        is_python_module=False,
+        build_directory=str(tmp_path),
+        verbose=False,
+    )
+    x = torch.randn(256, 1024)
+    ops = frozenset({"kw_prof_test::relu_own", "kw_prof_test::relu_wrap"})
+    own = measure_work_share(lambda: torch.ops.kw_prof_test.relu_own(x), device="cpu", own=KernelMatcher(), own_ops=ops)
+    assert own.own_op_calls > 0 and own.own_kernels == ["kw_prof_test::relu_own"]
+    assert own.own_ms > 0 and own.library_ms < 0.5 * own.own_ms, (own.own_ms, own.library_ms, own.top_library_ops)
+    wrap = measure_work_share(
+        lambda: torch.ops.kw_prof_test.relu_wrap(x), device="cpu", own=KernelMatcher(), own_ops=ops
+    )
+    assert wrap.own_op_calls > 0
+    assert wrap.library_ms > wrap.own_ms and any("relu" in name for name, _ in wrap.top_library_ops), wrap
+    # the operator not registered by the candidate: no region, its time is nobody's own
+    unknown = measure_work_share(lambda: torch.ops.kw_prof_test.relu_own(x), device="cpu", own=KernelMatcher())
+    assert unknown.own_op_calls == 0 and unknown.own_ms == 0.0
+
+
+@pytest.mark.slow
+def test_a_torch_library_candidate_is_judged_correct_on_the_cpu(tmp_path: Path, shared_home: Path) -> None:
+    """The bundled honest TORCH_LIBRARY ReLU (no pybind functions: forward calls torch.ops.kw_lib.relu)
+    was `kernel_not_launched` at the work share; its operator's calls are now its own work. The
+    same file with the operator's body replaced by at::relu stays rejected."""
+    from kernelwright.harness.session import evaluate
+    from kernelwright.problems import resolve_problem
+    from tests.candidates import harness_options, write_case
+
+    source = (Path(__file__).parents[1] / "candidates" / "torch_library_relu_cpp.py").read_text()
+    start, end = source.index("    auto xc = x.contiguous();"), source.index("    return out;\n}")
+    wrapper = (source[:start] + "    auto out = at::relu(x);\n" + source[end:]).replace("kw_lib", "kw_lib_wrap")
+    paths = [write_case(tmp_path, "torch_library_relu", source), write_case(tmp_path, "torch_library_wrap", wrapper)]
+    honest, wrap = evaluate(resolve_problem("relu"), paths, harness_options(shared_home, "cpu", timing=True))
+    assert honest.verdict == Verdict.CORRECT, honest.message
+    assert any(f.code == "own_operator" for f in honest.flags) and "eager" in honest.speedups
+    assert wrap.verdict == Verdict.REJECTED and wrap.reason in (Reason.KERNEL_NOT_LAUNCHED, Reason.TORCH_FALLBACK)
+
+
+def test_the_gpu_graph_candidates_pass_static_analysis() -> None:
+    """The honest and the stale graph candidates of the GPU test are not rejected before they run
+    (the stale one must be caught by its outputs, as a graph over stale inputs always is)."""
+    from tests.harness.test_graph_replay_gpu import HONEST_GRAPH, STALE_GRAPH
+
+    for source in (HONEST_GRAPH, STALE_GRAPH):
+        analysis = analyze_candidate(source)
+        assert analysis.rejections == (), [(f.code, f.message) for f in analysis.rejections]
+        assert any(f.code == "cuda_graph_replay" for f in analysis.findings)
