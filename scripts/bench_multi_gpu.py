@@ -13,8 +13,9 @@
 `optimize` runs `kernelwright optimize relu --scripted relu-cuda-wide --device cuda --ideas 1
 --width W --rounds R --size default` twice, each in a fresh KERNELWRIGHT_HOME (cold builds and
 a cold torch.compile cache both times): first with CUDA_VISIBLE_DEVICES set to the first visible
-GPU, then with every visible GPU. The scripted coder answers at once, so a run's time is its
-evaluations'. Per run it prints the wall time, the `evaluate` steps' seconds (from the run's
+GPU, then with every visible GPU, without Nsight Compute (KERNELWRIGHT_NCU pointed at nothing:
+profiling the best candidates would add the same minutes to both runs). The scripted coder
+answers at once, so a run's time is its evaluations'. Per run it prints the wall time, the `evaluate` steps' seconds (from the run's
 step_finished events), candidates per minute of evaluation, and each candidate's verdict. For
 a run on several GPUs the evaluation pool's journal (`eval-devices/judged.jsonl`) says which GPU
 judged each candidate, when, and the quiet phases (timing, work share, clean baselines) its
@@ -57,6 +58,7 @@ def run_optimize(gpus: list[str], out: Path, rounds: int, width: int) -> dict[st
     """One scripted optimisation on `gpus`; what it judged, where and how fast."""
     home, runs_dir = out / "home", out / "runs"
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ",".join(gpus), "KERNELWRIGHT_HOME": str(home)}
+    env["KERNELWRIGHT_NCU"] = str(out / "no-ncu")  # no Nsight Compute: the figure is judging, not profiling
     env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
     argv = [sys.executable, "-m", "kernelwright", "--runs-dir", str(runs_dir), "optimize", "relu"]
     argv += ["--scripted", "relu-cuda-wide", "--device", "cuda", "--ideas", "1", "--width", str(width)]

@@ -38,8 +38,9 @@ phase=${1:?usage: scripts/gpu_runbook.sh core|agent|speed|ipc|sandbox|batch|bund
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 KERNELWRIGHT_HOME=${KERNELWRIGHT_HOME:-/tmp/kwhome}
-if [ -d .wheelhouse ]; then
-    python3 -m pip install -q --no-index --find-links .wheelhouse -r .wheelhouse/requirements.txt || exit 5
+WHEELS=${WHEELS:-.wheelhouse}  # another folder of wheels when the carry limit needs a smaller one
+if [ -d "$WHEELS" ]; then
+    python3 -m pip install -q --no-index --find-links "$WHEELS" -r "$WHEELS/requirements.txt" || exit 5
 else  # a later call on the same warm machine that carried something else instead
     python3 -c "import langgraph, textual" || { echo "no .wheelhouse and nothing installed" >&2; exit 5; }
 fi
@@ -142,7 +143,7 @@ from bench_batch import lay_out_slice; lay_out_slice(Path('.gpuwork/cands'), Pat
         --out .gpuwork/batch-allgpus --json "$OUT/batch-allgpus.json" 2>"$OUT/batch-allgpus.log" | tail -60
     keep batch-allgpus
     [ -d .gpuwork/batch-1gpu ] && python3 scripts/bench_multi_gpu.py compare .gpuwork/batch-1gpu .gpuwork/batch-allgpus
-    timeout 230 python3 scripts/bench_multi_gpu.py optimize --out .gpuwork/multi-optimize 2>&1 | tail -120
+    timeout "${OPTIMIZE_S:-230}" python3 scripts/bench_multi_gpu.py optimize --out .gpuwork/multi-optimize 2>&1 | tail -120
     cp .gpuwork/multi-optimize/optimize.json "$OUT/" 2>/dev/null
     for d in .gpuwork/multi-optimize/gpus-*; do
         mkdir -p "$OUT/$(basename "$d")" && cp "$d"/optimize.log "$OUT/$(basename "$d")/"
@@ -150,6 +151,10 @@ from bench_batch import lay_out_slice; lay_out_slice(Path('.gpuwork/cands'), Pat
     done
     ;;
 multi3)
+    if [ ! -f .gpuwork/cands/expected.json ]; then
+        mkdir -p .gpuwork && python3 -c "import sys; sys.path.insert(0, 'scripts'); from pathlib import Path; \
+from bench_batch import lay_out_slice; lay_out_slice(Path('.gpuwork/cands'), Path('benchmarks/level1_cuda'), 100, True)"
+    fi
     mkdir -p /tmp/raysite && tar -xJf .rayhouse/ray-slim.tar.xz -C /tmp/raysite
     chmod +x /tmp/raysite/ray/core/src/ray/gcs/gcs_server /tmp/raysite/ray/core/src/ray/raylet/raylet
     python3 -m pip install -q --no-index --find-links .rayhouse --target /tmp/raysite jsonschema || exit 5
