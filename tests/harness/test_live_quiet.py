@@ -126,8 +126,10 @@ def test_other_workers_and_their_children_are_stopped_while_one_times() -> None:
         [child] = live.descendants(builder.pid)
         with live.quiet(keep=keep) as paused:
             assert paused == 1
-            assert _wait_state(builder.pid, {"T"}) == "T"
-            assert _wait_state(child, {"T"}) == "T"
+            for pid in (builder.pid, child):
+                state = _wait_state(pid, {"T"})
+                # still in disk wait after 5 s (a loaded machine): stopped on its way out, or not at all
+                assert state == "T" or (state == "D" and _stop_pending(pid)), (pid, state)
             assert _state(timing.pid) != "T"
         assert _wait_state(builder.pid, {"S", "R"}) in {"S", "R"}
         assert _wait_state(child, {"S", "R"}) in {"S", "R"}
