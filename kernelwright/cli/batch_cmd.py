@@ -17,8 +17,9 @@ import typer
 from rich.console import Console
 
 from kernelwright.cli.context import AppState
+from kernelwright.cli.search_options import ScheduleOpt
 from kernelwright.errors import ExitCode, UsageError
-from kernelwright.vocabulary import Backend, Device, DeviceChoice, Policy, SandboxMode, Size, TemperatureSchedule
+from kernelwright.vocabulary import Backend, Device, DeviceChoice, Policy, SandboxMode, Size
 
 if TYPE_CHECKING:
     from kernelwright.batch.engine import BatchOutcome
@@ -255,13 +256,7 @@ def optimize_command(
             help="Samples the coder draws per idea, all at once (their temperatures: --temperature-schedule).",
         ),
     ] = 1,
-    temperature_schedule: Annotated[
-        Optional[TemperatureSchedule],
-        typer.Option(
-            "--temperature-schedule",
-            help="The temperatures of an idea's --width samples: flat (default), every sample at --temperature; or spread, the first at --temperature and the others evenly up to 1.0 (width 3 at 0.2: 0.2, 0.6, 1.0). benchmarks/search/README.md: spread did not beat flat.",
-        ),
-    ] = None,
+    temperature_schedule: ScheduleOpt = None,
     policy: PolicyOpt = None,
     price_in: Annotated[Optional[float], typer.Option("--price-in", help="USD per 1k prompt tokens.")] = None,
     price_out: Annotated[Optional[float], typer.Option("--price-out", help="USD per 1k completion tokens.")] = None,

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from kernelwright.cli.context import AppState
+from kernelwright.cli.search_options import ScheduleOpt
 from kernelwright.errors import ExitCode, UsageError
-from kernelwright.vocabulary import Backend, Device, DeviceChoice, Policy, Size, StructuredOutput, TemperatureSchedule
+from kernelwright.vocabulary import Backend, Device, DeviceChoice, Policy, Size, StructuredOutput
 
 if TYPE_CHECKING:
     from kernelwright.agent.configuration import AgentConfig, RunFlags
@@ -190,13 +191,7 @@ def register(app: typer.Typer) -> None:
                 "temperatures: --temperature-schedule).",
             ),
         ] = 1,
-        temperature_schedule: Annotated[
-            Optional[TemperatureSchedule],
-            typer.Option(
-                "--temperature-schedule",
-                help="The temperatures of an idea's --width samples: flat (default), every sample at --temperature; or spread, the first at --temperature and the others evenly up to 1.0 (width 3 at 0.2: 0.2, 0.6, 1.0). benchmarks/search/README.md: spread did not beat flat.",
-            ),
-        ] = None,
+        temperature_schedule: ScheduleOpt = None,
         ideas: Annotated[
             int,
             typer.Option(

@@ -87,8 +87,7 @@ UNHACK = (
     "<<<<<<< SEARCH\n        lib.relu(x[:1], y[:1], 1)\n        y = torch.relu(x)\n=======\n"
     "        lib.relu(x, y, x.numel())\n>>>>>>> REPLACE\n"
 )
-FAST = _file(
-    """
+VEC4_KERNELS = """
 __global__ void relu_vec4(const float4* __restrict__ x, float4* __restrict__ y, int64_t n4) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n4; i += (int64_t)gridDim.x * blockDim.x) {
         float4 v = x[i];
@@ -102,6 +101,11 @@ __global__ void relu_scalar(const float* __restrict__ x, float* __restrict__ y, 
         y[i] = x[i] > 0.f ? x[i] : 0.f;
 }
 """
+"""A grid-stride float4 ReLU and its scalar tail: the kernels of the demo's last round (and of
+`relu_cuda_wide`'s samples, which launch them with other shapes)."""
+
+FAST = _file(
+    VEC4_KERNELS
     + _LAUNCH
     % """const int threads = 256;
     const bool aligned = ((uintptr_t)x % 16 == 0) && ((uintptr_t)y % 16 == 0);

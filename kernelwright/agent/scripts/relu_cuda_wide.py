@@ -11,23 +11,9 @@ of this session judge the same eight kernels.
 from __future__ import annotations
 
 from kernelwright.agent.scripted import Keyed, ScriptedSession, keyed
-from kernelwright.agent.scripts.relu_cuda import _LAUNCH, _file
+from kernelwright.agent.scripts.relu_cuda import _LAUNCH, VEC4_KERNELS, _file
 from kernelwright.agent.scripts.rounds import session_of
 
-_KERNELS = """
-__global__ void relu_vec4(const float4* __restrict__ x, float4* __restrict__ y, int64_t n4) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n4; i += (int64_t)gridDim.x * blockDim.x) {
-        float4 v = x[i];
-        v.x = fmaxf(v.x, 0.f); v.y = fmaxf(v.y, 0.f); v.z = fmaxf(v.z, 0.f); v.w = fmaxf(v.w, 0.f);
-        y[i] = v;
-    }
-}
-
-__global__ void relu_scalar(const float* __restrict__ x, float* __restrict__ y, int64_t start, int64_t n) {
-    for (int64_t i = start + blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = x[i] > 0.f ? x[i] : 0.f;
-}
-"""
 _BODY = """const int threads = %d;
     const int64_t cap = %d;
     const bool aligned = ((uintptr_t)x %% 16 == 0) && ((uintptr_t)y %% 16 == 0);
@@ -51,7 +37,7 @@ ROUNDS = (
 
 
 def reply(threads: int, cap: int) -> str:
-    return _file(_KERNELS + _LAUNCH % (_BODY % (threads, cap)), f"kw_wide_relu_t{threads}_c{cap}")
+    return _file(VEC4_KERNELS + _LAUNCH % (_BODY % (threads, cap)), f"kw_wide_relu_t{threads}_c{cap}")
 
 
 def session() -> ScriptedSession:
