@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import ast
 import json
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -20,6 +17,7 @@ from kernelwright.cli import main
 from kernelwright.ownmodel.export import region_path
 from kernelwright.ownmodel.export.inline import kernelwright_imports, to_load_inline
 from kernelwright.problems import resolve_problem
+from tests.ownmodel.conftest import run_without_kernelwright
 
 RELU = Path(resolve_problem("relu").path).parents[2] / "solutions" / "relu"
 
@@ -165,13 +163,6 @@ class ModelNew(nn.Module):
 # Runs where kernelwright cannot be imported: the package, torch, nothing else of ours.
 USER_SCRIPT = """
 import sys
-sys.modules["kernelwright"] = None
-try:
-    import kernelwright
-except ImportError:
-    pass
-else:
-    raise SystemExit("kernelwright was importable")
 sys.path.insert(0, sys.argv[1])
 
 import copy
@@ -311,17 +302,7 @@ def test_the_package_runs_without_kernelwright_compiled_and_with_gradients(tmp_p
     spec = json.loads((out / "export.json").read_text())
     assert spec["winner_tensors"] == {"gamma": "weight", "beta": "bias"}
     assert [[t["shape"] for t in s] for s in spec["signatures"]] == [[[4, 6, 32]], [[3, 32]]]
-    script = tmp_path / "user.py"
-    script.write_text(textwrap.dedent(USER_SCRIPT))
-    done = subprocess.run(
-        [sys.executable, "-I", str(script), str(out.parent), "aot_eager"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp_path,
-        check=False,
-    )
-    assert done.returncode == 0 and done.stdout.strip().endswith("OK"), done.stdout[-3000:] + done.stderr[-3000:]
+    run_without_kernelwright(USER_SCRIPT, [str(out.parent), "aot_eager"], tmp_path)
 
 
 # A winner with no extension (plain PyTorch) exercises the package's patching without a build.

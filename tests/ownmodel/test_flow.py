@@ -13,9 +13,6 @@ the one torch extension build is the package's."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -27,7 +24,7 @@ from kernelwright.batch.results import read_records
 from kernelwright.cli import main
 from kernelwright.hardware_specs.ceilings import Ceilings
 from kernelwright.harness.checks.static.analysis import analyze_candidate
-from tests.ownmodel.conftest import EXAMPLE, EXAMPLE_SPEC
+from tests.ownmodel.conftest import EXAMPLE, EXAMPLE_SPEC, run_without_kernelwright
 
 
 def run_cli(argv: list[str]) -> int:
@@ -39,13 +36,6 @@ def run_cli(argv: list[str]) -> int:
 # The user's side: their model, the package, torch; kernelwright cannot be imported.
 USER_SCRIPT = """
 import sys
-sys.modules["kernelwright"] = None
-try:
-    import kernelwright
-except ImportError:
-    pass
-else:
-    raise SystemExit("kernelwright was importable")
 sys.path.insert(0, sys.argv[1])  # the exported package's parent
 sys.path.insert(0, sys.argv[2])  # the user's model code
 
@@ -165,14 +155,4 @@ def test_profile_extract_batch_optimize_verify_export_on_the_cpu(
     assert run_cli(["export", str(run), "--format", "package", "-o", str(package)]) == 0
     spec = json.loads((package / "export.json").read_text())
     assert spec["region_path"] == "up" and spec["winner_tensors"] == {"weight": "weight", "bias": "bias"}
-    script = tmp_path / "user.py"
-    script.write_text(textwrap.dedent(USER_SCRIPT))
-    done = subprocess.run(
-        [sys.executable, "-I", str(script), str(package.parent), str(EXAMPLE.parent)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp_path,
-        check=False,
-    )
-    assert done.returncode == 0 and done.stdout.strip().endswith("OK"), done.stdout[-3000:] + done.stderr[-3000:]
+    run_without_kernelwright(USER_SCRIPT, [str(package.parent), str(EXAMPLE.parent)], tmp_path)

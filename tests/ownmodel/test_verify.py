@@ -3,14 +3,19 @@ by the harness (the path `kernelwright eval` takes), so a wrong candidate is cau
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import torch
 
+from kernelwright.agent.nodes.coder import extract_code
+from kernelwright.agent.scripts import mlp_region_cpu
 from kernelwright.cli import main
 from kernelwright.errors import UsageError
 from kernelwright.harness.checks.static.analysis import analyze_candidate
@@ -22,8 +27,25 @@ from kernelwright.problems.instance import materialize
 from kernelwright.tools import evaluate
 from tests.ownmodel.conftest import EXAMPLE
 
-CANDIDATES = Path(__file__).parent / "candidates"
-CORRECT, NO_BIAS = CANDIDATES / "linear_cpp.py", CANDIDATES / "linear_no_bias.py"
+
+def _candidates() -> tuple[Path, Path]:
+    """The shipped `region_up-cpu` session's Linear kernel (correct: one dot product per output
+    element plus the bias, parameters drawn as nn.Linear draws them and named as it names them),
+    and the same kernel with the bias skipped (wrong), as files (paths the parametrised cases name)."""
+    folder = Path(tempfile.mkdtemp(prefix="kw-test-verify-"))
+    atexit.register(shutil.rmtree, folder, True)
+    source, _ = extract_code(mlp_region_cpu.LINEAR, None)
+    assert source is not None
+    wrong = source.replace("acc + b[j];", "acc;  // wrong: the bias is skipped").replace(
+        '"kw_mlp_region_linear"', '"kw_test_region_linear_no_bias"'
+    )
+    assert wrong.count("bias is skipped") == 1 and "kw_test_region_linear_no_bias" in wrong
+    (folder / "linear_cpp.py").write_text(source)
+    (folder / "linear_no_bias.py").write_text(wrong)
+    return folder / "linear_cpp.py", folder / "linear_no_bias.py"
+
+
+CORRECT, NO_BIAS = _candidates()
 
 # The MLP example at a size that keeps the harness's trials and timing short on a CPU.
 _SMALL_MLP = f"""
