@@ -36,6 +36,7 @@ _PARAM_FIELDS = {
     "scripted": "scripted",
     "width": "width",
     "temperature_schedule": "temperature_schedule",
+    "no_timing": "timing",
     "ideas": "ideas",
     "seed": "seed",
     "coder_retries": "coder_retries",
@@ -192,6 +193,14 @@ def register(app: typer.Typer) -> None:
             ),
         ] = 1,
         temperature_schedule: ScheduleOpt = None,
+        no_timing: Annotated[
+            bool,
+            typer.Option(
+                "--no-timing",
+                help="Check correctness only: no speedups, so the target is never reached (exit 1 at best). For "
+                "a quick check of a session or a region's kernels.",
+            ),
+        ] = False,
         ideas: Annotated[
             int,
             typer.Option(
@@ -300,6 +309,7 @@ def register(app: typer.Typer) -> None:
             scripted=scripted,
             width=width,
             temperature_schedule=temperature_schedule,
+            timing=False if no_timing else None,
             ideas=ideas,
             seed=seed,
             coder_retries=coder_retries,

@@ -64,7 +64,7 @@ def test_a_new_run_branches_from_an_earlier_candidate() -> None:
 def test_a_branch_takes_the_policy_given_on_its_command_line() -> None:
     """`optimize --from RUN --policy engineering`: the new run judges under the policy asked for,
     the rest of the earlier run's configuration kept (the policy was once dropped on the way)."""
-    from kernelwright.agent.configuration import RunFlags
+    from kernelwright.agent.configuration import AgentConfig, RunFlags
     from kernelwright.cli.optimize_cmd import _branch_config
     from kernelwright.config import load_settings
     from kernelwright.vocabulary import Policy
@@ -77,6 +77,11 @@ def test_a_branch_takes_the_policy_given_on_its_command_line() -> None:
     assert branched.problem == first.config.problem and branched.branch_from == first.config.run_id
     kept = _branch_config(load_settings(), first.config.run_id, 1, RunFlags(), set(), None, None)
     assert kept.policy == Policy.STRICT
+    assert kept.timing is not False
+    # --no-timing: correctness only, in a branch as in a new run
+    untimed = _branch_config(load_settings(), first.config.run_id, 1, RunFlags(timing=False), {"no_timing"}, None, None)
+    assert untimed.timing is False and untimed.policy == Policy.STRICT
+    assert AgentConfig.from_settings(load_settings(), "relu", RunFlags(timing=False)).timing is False
 
 
 def test_branch_from_a_missing_candidate_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
