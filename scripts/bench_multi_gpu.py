@@ -30,6 +30,7 @@ import argparse
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -64,12 +65,25 @@ def run_optimize(gpus: list[str], out: Path, rounds: int, width: int) -> dict[st
     argv += ["--scripted", "relu-cuda-wide", "--device", "cuda", "--ideas", "1", "--width", str(width)]
     argv += ["--rounds", str(rounds), "--no-improvement", str(rounds), "--size", "default", "--no-memory"]
     start = time.monotonic()
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=560)
+    # its own process group, ended with everything it started if this script is stopped (a `timeout`
+    # around it, Ctrl-C): an orphaned run would hold the GPUs the next step measures
+    proc = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=560)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     wall = time.monotonic() - start
-    (out / "optimize.log").write_text(done.stdout + "\n--- stderr ---\n" + done.stderr)
+    (out / "optimize.log").write_text(stdout + "\n--- stderr ---\n" + stderr)
     run_dirs = sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []
     if not run_dirs:
-        return {"gpus": gpus, "exit": done.returncode, "error": done.stderr[-2000:]}
+        return {"gpus": gpus, "exit": proc.returncode, "error": stderr[-2000:]}
     run_dir = run_dirs[-1]
     trajectory = json.loads((run_dir / "trajectory.json").read_text())
     events = trajectory.get("events", [])
@@ -88,7 +102,7 @@ def run_optimize(gpus: list[str], out: Path, rounds: int, width: int) -> dict[st
             }
     report: dict[str, Any] = {
         "gpus": gpus,
-        "exit": done.returncode,
+        "exit": proc.returncode,
         "run_dir": str(run_dir),
         "wall_s": round(wall, 1),
         "evaluate_s": round(evaluate_s, 1),
@@ -140,6 +154,7 @@ def optimize(args: argparse.Namespace) -> int:
         folder.mkdir(parents=True, exist_ok=True)
         print(f"optimize on GPU(s) {','.join(chosen)} ...", file=sys.stderr, flush=True)
         runs.append(run_optimize(chosen, folder, args.rounds, args.width))
+        (out / "optimize.json").write_text(json.dumps({"runs": runs}, indent=2))  # kept if the next run is cut off
     same = len(runs) == 2 and {k: (v["verdict"], v["reason"]) for k, v in runs[0]["verdicts"].items()} == {
         k: (v["verdict"], v["reason"]) for k, v in runs[1]["verdicts"].items()
     }
@@ -179,7 +194,12 @@ def compare(args: argparse.Namespace) -> int:
     return 0 if not differ else 1
 
 
+def _stop(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds through run_optimize's `finally`: its run is ended too
+
+
 def main() -> int:
+    signal.signal(signal.SIGTERM, _stop)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     o = sub.add_parser("optimize", help="one scripted optimisation on the first GPU, then on every GPU")
