@@ -63,6 +63,7 @@ SLICE = ROOT / "benchmarks" / "level1_cuda"
 SOLUTIONS = ROOT / "kernelwright" / "problems" / "solutions"  # manifest paths are relative to it
 RUNS = Path("runs") / "false-rejections"  # git-ignored: the device machine carries it between calls
 BASELINES = ("compile", "eager")
+TRUSTED_SPREAD = 4.0  # kernelwright.harness.timing.stats.TRUSTED_SPREAD (the report runs without torch)
 
 
 @dataclass(frozen=True)
@@ -293,6 +294,11 @@ _DROPS_SPEEDUP = ("device_contended", "baselines_disagree", "speedup_not_reprodu
 _SECOND_LOOKS = (*_DROPS_SPEEDUP, "profiled_again", "baseline_wall_mismatch")
 
 
+def _too_wide(record: dict[str, Any]) -> bool:
+    """A recorded speedup whose interval spans more than `TRUSTED_SPREAD` (see `timing/stats.py`)."""
+    return any(s["ci_high"] > TRUSTED_SPREAD * s["ci_low"] for s in record.get("speedups", {}).values())
+
+
 def _no_speedup_flag(flags: list[str]) -> str:
     return next((f for f in _DROPS_SPEEDUP if f in flags), "other")
 
@@ -326,6 +332,14 @@ def report(records: list[dict[str, Any]]) -> None:
         looks = Counter(flag for r in group for flag in dict.fromkeys(r.get("flags", [])) if flag in _SECOND_LOOKS)
         if looks:
             print(f"   second looks / withheld: {', '.join(f'{k} {v}' for k, v in sorted(looks.items()))}")
+        # Records from before the interval rule (#28) carry the wide figures: how many it would withhold.
+        wide = [r for r in group if _too_wide(r)]
+        if wide:
+            named = ", ".join(f"{r['case']} #{r['repeat']}" for r in wide)
+            print(
+                f"   interval over {TRUSTED_SPREAD:g}-fold reported (recorded before the rule; now device_contended): "
+                f"{len(wide)} ({named})"
+            )
         # `correct` with no speedup reported: device_contended, or another flag that dropped the figures
         unspeeded = [r for r in group if r["verdict"] == "correct" and not r.get("speedups")]
         if unspeeded:

@@ -1,5 +1,6 @@
 """The timing rules: the timing report turned into figures and speedups (or a rejection: patched
-timers, work hidden from the timer), and the baselines timed beside the candidate checked
+timers, work hidden from the timer; or no figures at all when the timing itself says the machine
+could not tell: `device_contended`), and the baselines timed beside the candidate checked
 against the same baselines timed in the reference's process, which never ran candidate code."""
 
 from __future__ import annotations
@@ -8,9 +9,17 @@ from collections.abc import Mapping, Sequence
 
 from kernelwright.harness.judge.decision import Decision, ending
 from kernelwright.harness.result import Flag
-from kernelwright.harness.timing.stats import HOST_BOUND_MS, Speedup, TimingStats, speedup
+from kernelwright.harness.timing.stats import (
+    HOST_BOUND_MS,
+    MIN_SAMPLES_FOR_CI,
+    TRUSTED_SPREAD,
+    Speedup,
+    TimingStats,
+    interval_spread,
+    speedup,
+)
 from kernelwright.harness.verdicts import Reason, Verdict
-from kernelwright.harness.workers.messages import CleanFigures, TimingReport
+from kernelwright.harness.workers.messages import CleanFigures, TimedFunction, TimingReport
 
 # A baseline timed in the candidate's process this much slower than in the clean process, plus a
 # margin, and outside both confidence intervals, disagrees with it. The margin: a launch-bound
@@ -37,6 +46,35 @@ def short_calls(timings: Mapping[str, TimingStats]) -> Flag | None:
         code="short_calls",
         message=f"the candidate's call takes {cand.median_ms * 1000:.1f} µs: at this size launch and call overheads, "
         "not the kernel, decide the speedup, and it does not carry to larger inputs (judge at the default size)",
+    )
+
+
+def untrusted_timing(timed: Mapping[str, TimedFunction], speedups: Mapping[str, Speedup]) -> str | None:
+    """Why no figure of this timing is trusted, or None. Two ways the timing itself says the
+    machine could not tell: it stopped at its cap before some function had the calls a 95% interval
+    of its median needs (`MIN_SAMPLES_FOR_CI`; a run that stops at its cap with more calls is only
+    flagged `not_converged`: honest CPU runs mostly do, and their intervals are still honest), or a
+    speedup's interval spans more than `TRUSTED_SPREAD` (the figure would be noise with a decimal
+    point: 100x [2.79, 697] was seen for an honest relu on a loaded CPU). Never a rejection: the
+    correctness verdict stands and no speedup is reported, so a kernel gains nothing by it."""
+    few = [f"{name} {fn.stats.n}" for name, fn in timed.items() if not fn.converged and fn.stats.n < MIN_SAMPLES_FOR_CI]
+    if few:
+        return (
+            f"timing not trusted: it stopped at its time cap with too few timed calls for a 95% interval "
+            f"({', '.join(few)}; at least {MIN_SAMPLES_FOR_CI} each); rerun on an idle machine"
+        )
+    wide = [(name, s) for name, s in speedups.items() if interval_spread(s) > TRUSTED_SPREAD]
+    if not wide:
+        return None
+    parts = ", ".join(
+        f"{name} {s.ratio:.2f}x [{s.ci_low:.2f}, {s.ci_high:.2f}], a {interval_spread(s):.0f}-fold range"
+        for name, s in wide
+    )
+    stopped = [name for name, fn in timed.items() if not fn.converged]
+    why = f"; {', '.join(stopped)} did not converge (stopped at the cap)" if stopped else ""
+    return (
+        f"timing not trusted: the speedup's 95% interval is wider than {TRUSTED_SPREAD:g}-fold ({parts}){why}: "
+        "the timing could not tell a 2x speedup from none (a busy machine); rerun on an idle machine"
     )
 
 
@@ -86,6 +124,11 @@ def judge_timing(report: TimingReport) -> Decision:
     if hidden:  # the baselines timed beside it are then not trustworthy either: no speedup is reported
         updates["speedups"] = {}
         return Decision(Verdict.REJECTED, Reason.SIDE_STREAM, hidden, flags=tuple(flags), updates=updates)
+    # After every rejection above: a kernel cannot trade one for "not trusted" by making its timing noisy.
+    untrusted = untrusted_timing(timed, speedups)
+    if untrusted is not None:  # the verdict from the correctness phase stands; no figure is reported
+        flags.append(Flag(code="device_contended", message=untrusted))
+        return Decision(note=f"; {untrusted}", flags=tuple(flags), updates={**updates, "speedups": {}})
     parts = [f"{name} {s.ratio:.2f}x [{s.ci_low:.2f}, {s.ci_high:.2f}]" for name, s in speedups.items()]
     note = f"; speedup vs {', '.join(parts)}" if parts else ""
     floored = [name for name, s in speedups.items() if s.floor_factor > 1.0]
