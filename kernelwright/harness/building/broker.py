@@ -20,6 +20,8 @@ those inputs' key: one candidate cannot change what another, with other inputs, 
 The one thing shared across keys is torch's precompiled header (`headers.py`): the broker
 prepares it (once per toolchain and flag set, in a builder writable only in the header's folder
 under `<cache>/pch/`), marks it complete, and names it in the requests it hands its builders.
+Whether a CUDA build's `.cu` may use the light header and the split nvcc is the broker's word too
+(`light_cu`, `nvcc_split` in the builder's request; `ninja_runs.py` says how a build used them).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelwright.fastext import build_key, locked_folder
-from kernelwright.harness.building import headers
+from kernelwright.harness.building import headers, light_header, ninja_runs
 from kernelwright.harness.sandbox.isolation import redact, scrubbed_env
 from kernelwright.harness.workers import live
 from kernelwright.harness.workers.jobs import BUILD_FDS_VAR
@@ -93,14 +95,21 @@ class BuildBroker:
         *,
         pausable: bool = True,
         precompiled_headers: bool | None = None,
+        light_cu: bool | None = None,
+        nvcc_split: bool | None = None,
     ) -> None:
         """`pausable`: whether a timing phase (`live.quiet`) stops the builders. A GPU evaluation's
         builders run compilers only, on the CPU cores their requester was given (a batch keeps the
         timing cores apart), so there they carry on while a candidate is timed.
         `precompiled_headers`: whether `load_inline` C++ files use a precompiled torch header
-        (`headers.py`); by default unless the environment says KERNELWRIGHT_PCH=0."""
+        (`headers.py`); by default unless the environment says KERNELWRIGHT_PCH=0.
+        `light_cu`, `nvcc_split`: whether a `load_inline` CUDA build's `.cu` may compile against
+        the light `torch/extension.h` (`light_header.py`) and with nvcc's front ends at once
+        (`nvcc_split.py`); by default unless KERNELWRIGHT_LIGHT_CU=0 / KERNELWRIGHT_NVCC_SPLIT=0."""
         self.cache = BuildCache(cache_root)
         self.precompiled_headers = headers.enabled() if precompiled_headers is None else precompiled_headers
+        self.light_cu = light_header.enabled() if light_cu is None else light_cu
+        self.nvcc_split = ninja_runs.split_enabled() if nvcc_split is None else nvcc_split
         self.env_extra, self.timeout_s, self.pausable = dict(env_extra), timeout_s, pausable
         self._builders: set[_Builder] = set()
         self._lock = threading.Lock()
@@ -136,7 +145,8 @@ class BuildBroker:
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         """One build: from the cache if complete there, else built now; the reply the worker reads."""
         kind = request.get("kind")
-        request = {k: v for k, v in request.items() if k not in ("pch", "pch_note", "folder")}  # ours to set
+        ours = ("pch", "pch_note", "folder", "light_cu", "nvcc_split")  # ours to set, never the worker's
+        request = {k: v for k, v in request.items() if k not in ours}
         if kind == "fastext":
             name, source, lang = str(request["name"]), str(request["source"]), str(request["lang"])
             flags = [str(f) for f in request.get("flags") or []]
@@ -161,10 +171,15 @@ class BuildBroker:
                 return {"ok": True, "cached": True, "key": key[:24], "folder": str(folder), **done, "seconds": 0.0}
             self._clear(folder)
             if kind == "inline":
-                request = {**request, **self._headers_for(request)}
+                request = {
+                    **request,
+                    **self._headers_for(request),
+                    "light_cu": self.light_cu,
+                    "nvcc_split": self.nvcc_split,
+                }
             ok, library, text, extra = self._run_builder(request, folder)
             seconds = time.perf_counter() - start
-            record = {k: extra[k] for k in ("headers",) if k in extra}
+            record: dict[str, Any] = {k: extra[k] for k in ("headers", "cuda") if k in extra}  # ninja_runs.py
             if "pch_seconds" in request:
                 record["headers_prepared_s"] = request["pch_seconds"]
             if not ok:

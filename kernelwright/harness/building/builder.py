@@ -36,10 +36,13 @@ def _confine(folder: Path, cuda: bool) -> None:
 def build_torch(request: dict[str, Any], folder: Path, record: dict[str, Any]) -> str:
     """`load_inline` / `load` with the request's arguments, in `folder`; the library's path. With
     `request["pch"]` (set by the broker, never by the worker), the C++ file is compiled with that
-    precompiled `torch/extension.h` where it fits (`headers.py`); `record["headers"]` says how."""
+    precompiled `torch/extension.h` where it fits (`headers.py`), and with `request["light_cu"]`
+    and `request["nvcc_split"]` (the broker's too) a CUDA build's `.cu` with the light header and
+    nvcc's front ends at once where they fit (`ninja_runs.py`);
+    `record["headers"]` (and `record["cuda"]`) say how."""
     import torch.utils.cpp_extension as cpp
 
-    from kernelwright.harness.building import headers
+    from kernelwright.harness.building import ninja_runs
 
     spec = dict(request["spec"])
     texts = spec.pop("source_text", None)
@@ -64,7 +67,13 @@ def build_torch(request: dict[str, Any], folder: Path, record: dict[str, Any]) -
         pch = Path(request["pch"]) if request.get("pch") else None
         if pch is None:
             record["headers"] = f"plain: {request.get('pch_note') or 'no precompiled header'}"
-        cpp._run_ninja_build = headers.ninja_runner(cpp._run_ninja_build, pch, record)  # type: ignore[assignment]
+        cpp._run_ninja_build = ninja_runs.ninja_runner(  # type: ignore[assignment]
+            cpp._run_ninja_build,
+            pch,
+            record,
+            light=bool(request.get("light_cu")),
+            split=bool(request.get("nvcc_split")),
+        )
     builder = cpp.load if request["kind"] == "load" else cpp.load_inline
     result = builder(**spec)
     library = result if isinstance(result, str) else os.path.join(str(folder), f"{name}{cpp.LIB_EXT}")

@@ -16,7 +16,7 @@ Who writes what:
   A candidate whose flags are not plain (`SAFE_FLAG`: -O, -std, -D, -U, -march, -f..., -W...) or
   that names include folders gets no precompiled header: the plain build, as before.
 
-How a candidate's build uses it (`use_in_build`, in the candidate's builder): torch writes
+How a candidate's build uses it (`_offer`, run by `ninja_runs.py` in the candidate's builder): torch writes
 `build.ninja`; if its `main.cpp` starts with `#include <torch/extension.h>` (load_inline puts it
 first) and the C++ command, less the extension's name, is the command the `.gch` was built with
 (the manifest's `signature`), the command gets `-isystem <pch>/include -Werror=invalid-pch`
@@ -41,7 +41,6 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -205,43 +204,6 @@ def prepare(folder: Path, inputs: dict[str, Any]) -> Path:
         json.dumps({"signature": signature(text), "gch": str(gch), "size": gch.stat().st_size, "inputs": inputs})
     )
     return manifest
-
-
-def ninja_runner(
-    original: Callable[[str, bool, str], None], pch_folder: Path | None, record: dict[str, Any]
-) -> Callable[[str, bool, str], None]:
-    """A replacement for torch's `_run_ninja_build` (`original`) that compiles with the
-    precompiled header in `pch_folder` when it fits and falls back to the plain build when it
-    does not; what happened goes to `record["headers"]`."""
-
-    def build(build_directory: str, verbose: bool, error_prefix: str) -> None:
-        ninja = Path(build_directory) / "build.ninja"
-        plain = ninja.read_text()
-        offered, why = _offer(Path(build_directory), plain, pch_folder)
-        if offered is None:
-            record["headers"] = f"plain: {why}"
-            original(build_directory, verbose, error_prefix)
-            return
-        assert pch_folder is not None  # offered only with one
-        ninja.write_text(offered)
-        try:
-            done = _ninja(build_directory)
-        finally:
-            ninja.write_text(plain)  # as torch wrote it: the object is the same either way
-        used, output = _header_trace(done.stdout, pch_folder / "include" / (HEADER + ".gch"))
-        sys.stdout.write(output)
-        sys.stdout.flush()
-        if done.returncode == 0:
-            # GCC's own word (-H prints "! <file>.gch" for a precompiled header it loaded)
-            record["headers"] = "precompiled" if used else "plain: GCC did not load the precompiled header"
-            return
-        if ".gch" not in output:  # the candidate's own error, reported as torch reports it
-            record["headers"] = "precompiled (the build failed)" if used else "plain (the build failed)"
-            raise RuntimeError(error_prefix)  # as torch's verbose build: the output is above
-        record["headers"] = "plain: the precompiled header was refused, built without it"
-        original(build_directory, verbose, error_prefix)
-
-    return build
 
 
 _TRACE_LINE = re.compile(r"^(?:!|\.+|x) \S")
