@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kernelwright.agent.scripted import ScriptedSession
-from kernelwright.agent.scripts import mlp_region_cpu, relu_cpu, relu_cuda, relu_cuda_wide, relu_triton
+from kernelwright.agent.scripts import act_norm_region, mlp_region_cpu, relu_cpu, relu_cuda, relu_cuda_wide, relu_triton
 
 SCRIPTS: dict[str, Callable[[], ScriptedSession]] = {
     "relu-cpu": relu_cpu.session,
@@ -18,4 +18,6 @@ SCRIPTS: dict[str, Callable[[], ScriptedSession]] = {
     "relu-cuda-wide": relu_cuda_wide.session,
     "relu-triton": relu_triton.session,
     mlp_region_cpu.NAME: mlp_region_cpu.session,
+    act_norm_region.NAME_CUDA: act_norm_region.session,
+    act_norm_region.NAME_CPU: act_norm_region.cpu_session,
 }
