@@ -28,7 +28,7 @@ from kernelwright.batch.events import (
     WorkerStatus,
 )
 from kernelwright.batch.layout import match_candidates
-from kernelwright.batch.pool import Handler, LocalPool, Message
+from kernelwright.batch.pool import Handler, LocalPool, MakeWorker, Message
 from kernelwright.batch.problem_set import ProblemSet
 from kernelwright.batch.results import (
     BatchRecord,
@@ -68,8 +68,11 @@ class Runner:
     handler: Handler
     ray_address: str | None = None
     gpu: bool = False
-    """Ray: each task takes one GPU (else one CPU)."""
+    """Ray: each actor takes one GPU (else a share of the CPUs)."""
     env: dict[str, str] = field(default_factory=dict)
+    make_worker: MakeWorker | None = None
+    """Ray: builds each actor's handler around its inbox, as the worker module does (a handler
+    that looks ahead); None: `handler` as it is."""
 
     @property
     def labels(self) -> list[str]:
@@ -235,7 +238,10 @@ def execute(
     write_report: Callable[[Path], Path] | None = None,
     ray_local_cpus: int | None = None,
 ) -> BatchOutcome:
-    """Run the plan's tasks; every result is in results.jsonl the moment it arrives."""
+    """Run the plan's tasks; every result is in results.jsonl the moment it arrives.
+    `ray_local_cpus` is not used any more: a Ray instance started here takes this process's
+    cores, and the runner's slots say how many actors (`ray_runner.actor_plan`)."""
+    del ray_local_cpus
     out = plan.out
     out.mkdir(parents=True, exist_ok=True)
     results = ResultsFile(out)
@@ -270,12 +276,13 @@ def execute(
             run_on_ray(
                 runner.ray_address,
                 runner.handler,
-                {**init, "ship_evidence": True, "stage_dir": None, "evidence_dir": None},
+                init,
                 plan.tasks,
                 collector,
                 gpu=runner.gpu,
+                make_worker=runner.make_worker,
+                workers=len(runner.slots) or None,
                 threads=runner.slots[0].threads if runner.slots else None,
-                local_cpus=ray_local_cpus,
             )
         elif plan.tasks:
             LocalPool(runner.module, runner.slots, init, out / "logs", runner.env).run(plan.tasks, collector)

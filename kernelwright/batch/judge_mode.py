@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from kernelwright.batch.ahead import JudgeWorker
 from kernelwright.batch.engine import BatchOutcome, Runner, execute, plan_judge
 from kernelwright.batch.events import Listener
 from kernelwright.batch.judging import judge_task
@@ -32,16 +33,19 @@ def run_judge(
 ) -> BatchOutcome:
     problem_set = resolve_problem_set(refs, level=level, ids=ids)
     plan = plan_judge(problem_set, candidates, spec, out)
-    runner = Runner(slots, JUDGE_WORKER, judge_task, ray_address=ray_address, gpu=spec.device == "cuda")
+    runner = Runner(
+        slots, JUDGE_WORKER, judge_task, ray_address=ray_address, gpu=spec.device == "cuda", make_worker=JudgeWorker
+    )
     init: dict[str, Any] = {
         "spec": spec.model_dump(mode="json"),
         "stage_dir": str(out / "staging"),
         "evidence_dir": str(out / "evidence"),
     }
     claims = out / "staging" / "build-claims"
-    if ray_address is None:  # local workers build the whole plan ahead (`ahead.py`); a Ray task sees its own
-        init["plan"] = [{k: v for k, v in task.items() if k != "stubs"} for task in plan.tasks]
-        init["claims_dir"] = str(claims)
+    # workers build the whole plan ahead (`ahead.py`); on a Ray cluster, not `local`, they share no
+    # files and are sent neither (`ray_runner.node_init`)
+    init["plan"] = [{k: v for k, v in task.items() if k != "stubs"} for task in plan.tasks]
+    init["claims_dir"] = str(claims)
     shutil.rmtree(claims, ignore_errors=True)  # a killed run's: nothing is being built for them now
     try:
         return execute(
@@ -50,7 +54,6 @@ def run_judge(
             init,
             listener,
             write_report=lambda folder: write_report(folder, compare_baselines),
-            ray_local_cpus=len(slots),
         )
     finally:
         shutil.rmtree(claims, ignore_errors=True)

@@ -34,7 +34,7 @@ import traceback
 from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from kernelwright.batch.spec import Slot
 from kernelwright.harness.workers import live
@@ -45,9 +45,27 @@ Message = dict[str, Any]
 Emit = Callable[[Message], None]
 Handler = Callable[[dict[str, Any], Slot, dict[str, Any], Emit], None]
 OnMessage = Callable[[Slot, Message], None]
+MakeWorker = Callable[["Backlog"], Handler]
+"""Builds a worker's handler around its inbox (a handler that looks ahead, `ahead.JudgeWorker`)."""
 
 MAX_RESTARTS = 2  # per slot: a worker that keeps dying is not started again
 READY_TIMEOUT_S = 300.0
+
+
+class PoolWorker(Protocol):
+    """What the pool drives: a worker subprocess here (`_Worker`), a Ray actor (`ray_runner`)."""
+
+    def send(self, message: Message) -> None: ...
+
+    def messages(self) -> Iterator[Message]: ...
+
+    def wait(self, timeout: float) -> int | None: ...
+
+    def log_tail(self, limit: int = 2000) -> str: ...
+
+    def kill(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class _Worker:
@@ -88,6 +106,13 @@ class _Worker:
                 continue
             if isinstance(message, dict):
                 yield message
+
+    def wait(self, timeout: float) -> int | None:
+        """Its exit code once it has exited, or None if it is still running after `timeout`."""
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
 
     def log_tail(self, limit: int = 2000) -> str:
         self._log.flush()
@@ -147,11 +172,11 @@ class LocalPool:
         while not todo.empty():  # every worker kept dying: what is left is reported, not silently dropped
             on_message(self.slots[0], {"type": "task_failed", "task": todo.get_nowait(), "detail": "no worker left"})
 
-    def _start(self, slot: Slot) -> _Worker:
+    def _start(self, slot: Slot) -> PoolWorker:
         return _Worker(self.module, slot, self.init, self.log_dir / f"worker-{slot.label}.log", self.env)
 
     def _drive(self, slot: Slot, todo: queue.Queue[dict[str, Any]], on_message: OnMessage) -> None:
-        worker: _Worker | None = None
+        worker: PoolWorker | None = None
         restarts = 0
         ahead = 0  # tasks this worker wants beyond the one it runs (its `ready` says)
         sent: deque[dict[str, Any]] = deque()  # sent and not done, in order: the rest wait behind sent[0]
@@ -190,10 +215,7 @@ class LocalPool:
                     continue
                 if live.interrupted():
                     return
-                try:  # its stdout closed: it is exiting, or stuck (then killed below)
-                    code: int | None = worker.proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    code = None
+                code = worker.wait(timeout=10)  # its stdout closed: it is exiting, or stuck (then killed below)
                 detail = worker.log_tail()
                 worker.kill()
                 worker = None
@@ -215,7 +237,7 @@ class LocalPool:
                 worker.close()
 
     def _send_ahead(
-        self, worker: _Worker, sent: deque[dict[str, Any]], ahead: int, todo: queue.Queue[dict[str, Any]]
+        self, worker: PoolWorker, sent: deque[dict[str, Any]], ahead: int, todo: queue.Queue[dict[str, Any]]
     ) -> bool:
         """Answer a worker that started `sent[0]`: the next task to hold ahead (True), or none."""
         after = sent[0].get("id")
@@ -310,8 +332,13 @@ def serve(handler: Handler, *, lookahead: Backlog | None = None) -> None:
     slot = Slot.model_validate(first["slot"])
     if slot.cores:
         os.sched_setaffinity(0, slot.cores)  # inherited by every process this worker starts
-    init: dict[str, Any] = first.get("init", {})
-    emit({"type": "ready", "pid": os.getpid(), "worker": slot.label, "ahead": 1 if lookahead is not None else 0})
+    work(handler, inbox, slot, first.get("init", {}), emit, lookahead=lookahead is not None)
+
+
+def work(handler: Handler, inbox: Backlog, slot: Slot, init: dict[str, Any], emit: Emit, *, lookahead: bool) -> None:
+    """A worker's tasks, whatever carries its messages (`serve`: JSON lines; `ray_runner`: a Ray
+    actor): `ready`, then each task the inbox holds run by `handler`, until `stop` or the end."""
+    emit({"type": "ready", "pid": os.getpid(), "worker": slot.label, "ahead": 1 if lookahead else 0})
     while True:
         message = inbox.get()
         if message is None or message.get("type") == "stop":

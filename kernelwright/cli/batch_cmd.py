@@ -102,7 +102,9 @@ def _slots(device: Device, workers: int | None, gpus: str | None, threads: int |
     if ray is not None:
         if gpus is not None:
             raise UsageError("--gpus is for local workers; with --ray, Ray places each task on a GPU")
-        return [Slot(index=i, label=f"ray{i}", threads=threads or 1) for i in range(workers or 1)]
+        # how many Ray actors: --workers (CPU: default 1); none on cuda means one per GPU Ray offers
+        count = workers or (0 if device == "cuda" else 1)
+        return [Slot(index=i, label=f"ray{i}", threads=threads) for i in range(count)]
     chosen: list[str] | None = None
     if device == "cuda":
         import torch

@@ -1,6 +1,6 @@
-"""`batch judge --ray local`: problems as Ray tasks on a local Ray instance (ray.init with
-num_cpus=2; recent Ray has no local_mode), results streamed back into the same resumable file,
-evidence shipped from the task. Kept light: one problem, one candidate rejected before anything
+"""`batch judge --ray local`: problems judged by Ray actors (two here) of a local Ray instance
+(recent Ray has no local_mode), results streamed back into the same resumable file, evidence
+written into the batch folder. Kept light: one problem, one candidate rejected before anything
 builds, correctness only."""
 
 from __future__ import annotations
