@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from kernelwright.harness.building import light_header, ninja_runs, nvcc_split
+from kernelwright.harness.building import headers, light_header, ninja_runs, nvcc_split
 from kernelwright.harness.building.broker import BuildBroker
 
 DATA = Path(__file__).parents[1] / "data" / "nvcc"
@@ -136,6 +136,12 @@ def test_the_split_wraps_the_cu_s_command_only() -> None:
     )
     assert "compile\n  command = $cxx -MMD" in offered
     assert ninja_runs.offer_split(NINJA.replace("rule cuda_compile", "rule other"))[0] is None
+
+
+def test_a_cuda_build_s_main_cpp_may_share_the_precompiled_header() -> None:
+    spec = {"name": "kw", "cpp_sources": "torch::Tensor f(torch::Tensor x);", "cuda_sources": KERNEL}
+    inputs, why = headers.pch_inputs({"kind": "inline", "spec": spec, "with_cuda": True})
+    assert inputs is not None and inputs["with_cuda"] is True, why
 
 
 # -- nvcc's plan -----------------------------------------------------------------------------------
