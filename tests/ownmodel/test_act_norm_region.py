@@ -7,6 +7,8 @@ recorded shape never reach)."""
 
 from __future__ import annotations
 
+import ctypes
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ import pytest
 import torch
 from torch import nn
 
+from kernelwright import fastext
 from kernelwright.agent.batch import script_for
 from kernelwright.agent.nodes.coder import extract_code
 from kernelwright.agent.scripts import SCRIPTS, act_norm_region
@@ -90,6 +93,13 @@ def test_the_cpu_kernel_computes_the_module(tmp_path: Path) -> None:
             torch.testing.assert_close(new(x), ref(x), atol=2e-2, rtol=2e-2)
     with pytest.raises(ValueError, match="bfloat16 rows of 7 values"):
         new(torch.randn(2, 8, dtype=torch.bfloat16))
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (compiles without a GPU)")
+def test_the_cuda_kernel_compiles_with_nvcc_and_exports_its_entry_point(tmp_path: Path) -> None:
+    library = fastext.compile_library(tmp_path, "kw_act_norm_cuda", act_norm_region.CUDA_SOURCE, "cuda", (), "sm_90a")
+    lib = ctypes.CDLL(str(library))  # loads without a GPU: the runtime is only reached at a call
+    assert hasattr(lib, "gelu_layer_norm")
 
 
 @pytest.mark.gpu
