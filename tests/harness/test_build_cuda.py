@@ -380,6 +380,23 @@ def test_the_candidate_s_own_error_fails_the_build_after_the_full_header_try(
 
 
 @needs_ninja
+def test_with_nothing_left_to_try_torch_s_runner_builds_torch_s_file(
+    fake_nvcc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_NEEDS_FULL", "1")
+    folder = _ninja_folder(tmp_path, fake_nvcc, KERNEL)
+    plain = (folder / "build.ninja").read_text()
+    seen: list[str] = []
+    record: dict[str, Any] = {}
+    runner = ninja_runs.ninja_runner(
+        lambda d, v, e: seen.append((folder / "build.ninja").read_text()), None, record, light=True
+    )
+    runner(str(folder), True, "Error building extension 'kw'")
+    assert seen == [plain]  # the light attempt failed; torch's runner got torch's build.ninja
+    assert [a["with"] for a in record["cuda"]["attempts"]] == [["light"], []]
+
+
+@needs_ninja
 def test_a_guarded_cu_never_sees_the_light_header_and_the_record_says_why(fake_nvcc: Path, tmp_path: Path) -> None:
     folder = _ninja_folder(tmp_path, fake_nvcc, KERNEL + "#ifdef TORCH_VERSION_MAJOR\n#endif\n")
     record, called = _run_ninja(folder, light=True, split=False)

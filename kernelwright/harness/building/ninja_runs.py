@@ -170,6 +170,7 @@ def _run(
             raise RuntimeError(error_prefix)  # the candidate's own error, its output above (as torch's)
     attempt = {"with": [], "ok": False}
     attempts.append(attempt)
+    (folder / "build.ninja").write_text(plain)  # torch's own file, for torch's own runner
     original(str(folder), verbose, error_prefix)
     attempt["ok"] = True
 
