@@ -32,7 +32,9 @@
 #   multi2  part 2: the same candidates on every GPU (fresh caches), verdicts compared with part 1;
 #           then one scripted optimisation (--width 4) on the first GPU and on every GPU
 #   multi3  part 3: the same candidates through `batch judge --ray local` (Ray carried as
-#           .rayhouse: see bench_multi_gpu.py), verdicts compared with parts 1 and 2
+#           .rayhouse: a trimmed Ray tarball and the wheels it needs), checked against their expected
+#           verdicts, with a per-phase breakdown (bench_multi_gpu.py judge), and compared with parts 1
+#           and 2 where their folders are here; runs alone on a fresh machine too
 set -uo pipefail
 phase=${1:?usage: scripts/gpu_runbook.sh core|agent|speed|ipc|sandbox|batch|bundled|search|multi1|multi2|multi3}
 OUT=${OUT:-$PWD/gpu-out}
@@ -153,20 +155,27 @@ from bench_batch import lay_out_slice; lay_out_slice(Path('.gpuwork/cands'), Pat
     done
     ;;
 multi3)
-    if [ ! -f .gpuwork/cands/expected.json ]; then
+    if [ ! -f .gpuwork/cands/expected.json ]; then  # a fresh machine: the same 100 files as multi1/multi2 (deterministic)
         mkdir -p .gpuwork && python3 -c "import sys; sys.path.insert(0, 'scripts'); from pathlib import Path; \
 from bench_batch import lay_out_slice; lay_out_slice(Path('.gpuwork/cands'), Path('benchmarks/level1_cuda'), 100, True)"
     fi
     mkdir -p /tmp/raysite && tar -xJf .rayhouse/ray-slim.tar.xz -C /tmp/raysite
     chmod +x /tmp/raysite/ray/core/src/ray/gcs/gcs_server /tmp/raysite/ray/core/src/ray/raylet/raylet
     python3 -m pip install -q --no-index --find-links .rayhouse --target /tmp/raysite jsonschema || exit 5
-    export PYTHONPATH=$PWD:/tmp/raysite RAY_AUTH_MODE=disabled
-    problems=$(python3 -c "import json; print(' '.join(dict.fromkeys(e['problem'] for e in json.load(open('.gpuwork/cands/expected.json')))))")
-    start=$(date +%s)
-    KERNELWRIGHT_HOME=/tmp/kw-multi3 timeout 400 python3 -m kernelwright batch judge $problems --candidates .gpuwork/cands \
-        --out .gpuwork/batch-ray --device cuda --ray local --quiet 2>&1 | tail -30
-    echo "ray batch: $(( $(date +%s) - start )) s"
+    python3 -c "import sys; sys.path.insert(0, '/tmp/raysite'); import ray; print('ray', ray.__version__)" || exit 5
+    # One Ray actor per GPU, each a judge worker with the local workers' look-ahead (ray_runner.py);
+    # a fresh batch folder and caches, as multi2's. RAY_S (default 430) leaves the call time to copy
+    # out: results.jsonl grows as results come and the events are written as they come, so a run
+    # cut short still says how far it got and where its time went.
+    rm -rf .gpuwork/batch-ray /tmp/kw-multi3
+    PYTHONPATH=$PWD:/tmp/raysite RAY_AUTH_MODE=disabled KERNELWRIGHT_HOME=/tmp/kw-multi3 \
+        timeout -k 20 "${RAY_S:-430}" python3 scripts/bench_multi_gpu.py judge --candidates .gpuwork/cands \
+        --out .gpuwork/batch-ray --ray local --device cuda --json "$OUT/batch-ray.json" \
+        --events "$OUT/batch-ray-events.jsonl" 2>"$OUT/batch-ray.log" | tail -70
+    echo "ray batch exit ${PIPESTATUS[0]}"; tail -5 "$OUT/batch-ray.log"
     keep batch-ray
+    # here the local runs' folders when multi1/multi2 ran on this machine; otherwise compare their
+    # copies later: bench_multi_gpu.py compare gpu-out/batch-ray gpu-out/batch-1gpu gpu-out/batch-allgpus
     python3 scripts/bench_multi_gpu.py compare .gpuwork/batch-ray .gpuwork/batch-1gpu .gpuwork/batch-allgpus
     ;;
 *)
