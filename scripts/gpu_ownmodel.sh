@@ -15,21 +15,22 @@
 # that package in an interpreter that cannot import kernelwright (patched model, gradients vs
 # autograd, torch.compile fullgraph=True, timings), the CUDA kernel at other row lengths and
 # alignments (its GPU test); then summary.md (SUMMARY_ONLY=1 writes it again from $OUT).
-# The steps share one time budget (BUDGET_S, default 520 s; a CPU run gets 3 times that, and
-# each limit too: LIMIT_SCALE): each step gets at most its own limit and never the time kept for
-# the steps after it, so the script ends within the budget (plus a 10 s kill grace where a step
-# overruns). A failing step is reported and the others still run (a step whose input is missing
-# is skipped, saying so). Exit code: the highest of the steps' (the optimisation's 1, correct but
-# target not reached, counts as success there; a skipped step as 2).
+# The steps share one time budget (BUDGET_S, default 520 s, on a CPU 1560 s; each step's limit
+# and the time it keeps for the steps after it are set for 520 s and scale with it): a step gets
+# at most its own limit and never the time kept for the steps after it, so the script ends within
+# the budget (plus a 10 s kill grace where a step overruns). A failing step is reported and the
+# others still run (a step whose input is missing is skipped, saying so). Exit code: the highest
+# of the steps' (the optimisation's 1, correct but target not reached, counts as success there; a
+# skipped step as 2).
 set -uo pipefail
 
 DEVICE=${DEVICE:-cuda}
 SIZE=${SIZE:-large}  # large: transformer_block_large; small: the CPU-small transformer_block
 OUT=${OUT:-$PWD/gpu-out/ownmodel}
 PY=${PYTHON:-python3}
-# A CPU (the flow's check, not its speed) gets every limit and the budget times LIMIT_SCALE.
-if [ "$DEVICE" = cpu ]; then SCALE=${LIMIT_SCALE:-3}; else SCALE=${LIMIT_SCALE:-1}; fi
-BUDGET_S=${BUDGET_S:-$((520 * SCALE))}  # 9 minutes less the kill grace of a step that overruns, and the summary
+# 520 s: 9 minutes less the kill grace of a step that overruns, and the summary; a CPU run (the
+# flow's check, not its speed) gets 3 times that. Every step's limit scales with the budget.
+if [ "$DEVICE" = cpu ]; then BUDGET_S=${BUDGET_S:-1560}; else BUDGET_S=${BUDGET_S:-520}; fi
 REGION=${REGION:-mlp.act_norm}
 PACKAGE=${PACKAGE:-kw_act_norm}
 
@@ -65,7 +66,7 @@ codes=()
 # step NAME LIMIT_S KEEP_S CMD...: run CMD with its output in $OUT/NAME.log, under
 # min(LIMIT_S, the budget left less KEEP_S, the time kept for the steps after it).
 step() {
-    local name=$1 limit=$(($2 * SCALE)) keep=$(($3 * SCALE))
+    local name=$1 limit=$(($2 * BUDGET_S / 520)) keep=$(($3 * BUDGET_S / 520))
     shift 3
     local left=$((BUDGET_S - ($(date +%s) - start) - keep))
     [ "$left" -lt "$limit" ] && limit=$left
