@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from kernelwright.harness import judge
-from kernelwright.harness.checks.dynamic import _attribute, graph_launch_ids, measure_work_share
+from kernelwright.harness.checks.dynamic import NOT_WORK, _attribute, graph_launch_ids, measure_work_share
 from kernelwright.harness.checks.recorder import REGION_PREFIX
 from kernelwright.harness.checks.static.analysis import analyze_candidate
 from kernelwright.harness.checks.symbols import KernelMatcher
@@ -92,6 +92,21 @@ def test_own_kernels_replayed_from_a_graph_are_own_and_marked() -> None:
     direct = Prof([Ev("cudaLaunchKernel", id=50), Ev(OWN, CUDA, id=50, device_time_total=10.0)])
     figures = _attribute(direct, "cuda", KernelMatcher([OWN]), frozenset())
     assert figures.own_kernels == [OWN] and figures.graph_kernels == []
+
+
+def test_the_copy_of_the_fresh_input_into_the_graph_is_no_library_work() -> None:
+    """Seen on an H200: the honest graph candidate's copy_ in (one cudaMemcpyAsync, no kernel) and
+    clone out counted as library ops, 197% of relu's forward at the small size: `rejected`. A
+    device-to-device copy does no arithmetic, as ATen's copy kernel does none; a copy from the
+    host stays library work (a result computed on the host arrives by one)."""
+    figures = _attribute(_graph_round(), "cuda", KernelMatcher([OWN]), frozenset())
+    assert set(figures.library) == {NOT_WORK} and figures.library[NOT_WORK] == pytest.approx(0.002)
+    host = Prof(
+        [Ev("cudaMemcpyAsync", id=60), Ev("Memcpy HtoD (Pageable -> Device)", CUDA, id=60, device_time_total=5.0)]
+    )
+    assert set(_attribute(host, "cuda", KernelMatcher([OWN]), frozenset()).library) == {
+        "Memcpy HtoD (Pageable -> Device)"
+    }
 
 
 def test_a_graph_of_pytorch_kernels_is_library_work() -> None:

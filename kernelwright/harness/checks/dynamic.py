@@ -19,7 +19,7 @@ import torch
 
 from kernelwright.harness.checks.recorder import REGION_PREFIX
 from kernelwright.harness.checks.symbols import KernelMatcher
-from kernelwright.harness.checks.torch_ops import NOT_WORK_KERNEL_MARKERS, PROFILED_NOT_WORK
+from kernelwright.harness.checks.torch_ops import NOT_WORK_KERNEL_MARKERS, NOT_WORK_TRANSFERS, PROFILED_NOT_WORK
 from kernelwright.harness.timing.timers import MISSING, WATCHED_TIMERS, resolve_attribute
 from kernelwright.harness.verdicts import Reason
 from kernelwright.problems.candidate.kernel_names import in_torch_namespace
@@ -230,7 +230,9 @@ def _attribute(
                 continue  # only kernels: our own record_function regions are mirrored on the GPU timeline
             ms = ev.device_time_total / 1e3
             out.seen.add(ev.name)
-            if in_torch_namespace(ev.name) and any(m in ev.name for m in NOT_WORK_KERNEL_MARKERS):
+            if ev.name in NOT_WORK_TRANSFERS or (
+                in_torch_namespace(ev.name) and any(m in ev.name for m in NOT_WORK_KERNEL_MARKERS)
+            ):
                 out.library[NOT_WORK] = out.library.get(NOT_WORK, 0.0) + ms  # a fill or a copy: no arithmetic
                 continue
             if own.owns(ev.name) and ev.name not in not_own:

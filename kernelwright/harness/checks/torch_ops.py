@@ -52,6 +52,12 @@ copy_/clone/contiguous/to): in a CUDA profile they count as neither library work
 candidate's (only kernels in PyTorch's namespaces are matched, so a candidate cannot name its
 own work like them)."""
 
+NOT_WORK_TRANSFERS = frozenset({"Memcpy DtoD (Device -> Device)", "Memset (Device)"})
+"""The profiler's names of the device-side copies and fills that copy_/clone/zero_ do without a
+kernel (a contiguous same-dtype copy is one cudaMemcpyAsync): no arithmetic, like the kernels
+above. Matched whole: a kernel's name is a C++ signature and cannot read like these. Copies to or
+from the host stay library work (a result computed on the host arrives by one)."""
+
 CALLED_NOT_WORK = NOT_WORK_OPS | TENSOR_MAKERS | NON_OPS
 """Names of `torch.NAME(...)` (Python) and `torch::NAME` / `at::NAME` (C++) calls that are no fallback."""
 
