@@ -12,6 +12,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -206,8 +207,10 @@ TOOLS = {
     "gcc": 'case " $* " in *" -E "*) echo pp > "$(val -o "$@")"; d=$(val -MF "$@"); if [ -n "$d" ]; then echo "o: a.cu" > "$d"; fi;;\n'
     '*) echo "compiled" > "$(val -o "$@")";; esac',
     "cudafe++": '[ -n "$FAKE_CUDAFE_FAIL" ] && { echo "a.cu(3): error: expected a ;" >&2; exit 2; }\n'
+    'if [ -n "$FAKE_CUDAFE_SLEEP" ]; then sleep "$FAKE_CUDAFE_SLEEP"; fi\n'
     'echo ID_A > "$(val --module_id_file_name "$@")"; echo host > "$(val --gen_c_file_name "$@")"',
-    "cicc": 'echo "${FAKE_CICC_ID:-ID_A}" > "$(val --module_id_file_name "$@")"; echo ptx > "$(val -o "$@")"',
+    "cicc": '[ -n "$FAKE_CICC_FAIL" ] && { echo "cicc: unknown option" >&2; exit 3; }\n'
+    'echo "${FAKE_CICC_ID:-ID_A}" > "$(val --module_id_file_name "$@")"; echo ptx > "$(val -o "$@")"',
     "ptxas": "exit 0",
     "fatbinary": "exit 0",
 }
@@ -268,6 +271,21 @@ def test_module_ids_that_differ_run_nvcc_s_own_command(fake_nvcc: Path, monkeypa
     monkeypatch.setenv("FAKE_CICC_ID", "ID_B")
     code, record = _split(fake_nvcc)
     assert code == 0 and record["path"] == "nvcc" and "module id" in record["why"], record
+    assert Path("a.o").read_text() == "plain\n"
+
+
+def test_a_changed_step_that_fails_stops_the_other_chain_and_runs_nvcc(
+    fake_nvcc: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """cicc refusing the option it is given (another CUDA version): nvcc's own command runs at
+    once, without waiting for cudafe++."""
+    monkeypatch.setenv("FAKE_CICC_FAIL", "1")
+    monkeypatch.setenv("FAKE_CUDAFE_SLEEP", "30")
+    start = time.perf_counter()
+    code, record = _split(fake_nvcc)
+    assert time.perf_counter() - start < 20
+    assert code == 0 and record["path"] == "nvcc" and record["why"] == "cicc exited with status 3", record
+    assert any(s["step"] == "cudafe" and s.get("killed") for s in record["split_steps"])
     assert Path("a.o").read_text() == "plain\n"
 
 

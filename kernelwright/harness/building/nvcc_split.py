@@ -27,11 +27,13 @@ package's imports).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -221,35 +223,76 @@ class Ran:
     seconds: float
     code: int
     output: str
+    cpu_seconds: float = 0.0  # user + system of the step and the processes it waited for
+    killed: bool = False  # stopped because the other chain failed
 
 
-def _run_step(step: Step, env: dict[str, str]) -> Ran:
-    program = shutil.which(step.argv[0], path=env.get("PATH"))
+def run_timed(
+    argv: list[str],
+    env: dict[str, str] | None,
+    timeout_s: float,
+    cwd: str | None = None,
+    stop: threading.Event | None = None,
+) -> tuple[int, float, float, str]:
+    """Run `argv` with its output (stdout and stderr together) captured: (status, wall seconds,
+    CPU seconds, output); killed past `timeout_s` or once `stop` is set. CPU time is the figure
+    that survives shared cores: on a loaded host the wall time of one pass says more about its
+    neighbours than about the pass."""
     start = time.perf_counter()
+    with tempfile.TemporaryFile() as out:
+        try:
+            proc = subprocess.Popen(  # a group of its own: a compiler driver is killed with its passes
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return 125, time.perf_counter() - start, 0.0, f"{argv[0]}: {exc}\n"
+        ended = threading.Event()
+
+        def watch() -> None:
+            deadline = time.monotonic() + timeout_s
+            while not ended.wait(0.05):
+                if time.monotonic() > deadline or (stop is not None and stop.is_set()):
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    return
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            ended.set()
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        wall = time.perf_counter() - start
+        out.seek(0)
+        output = out.read().decode(errors="replace")
+    return proc.returncode, wall, usage.ru_utime + usage.ru_stime, output
+
+
+def _run_step(step: Step, env: dict[str, str], stop: threading.Event) -> Ran:
+    program = shutil.which(step.argv[0], path=env.get("PATH"))
     if program is None:
         return Ran(step.role, 0.0, 127, f"{step.argv[0]}: not found on nvcc's PATH\n")
-    try:
-        done = subprocess.run(
-            [program, *step.argv[1:]],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=STEP_TIMEOUT_S,
-            check=False,
-        )
-        code, output = done.returncode, done.stdout + done.stderr
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        code, output = 125, f"{step.role}: {exc}\n"
-    return Ran(step.role, time.perf_counter() - start, code, output)
+    code, wall, cpu, output = run_timed([program, *step.argv[1:]], env, STEP_TIMEOUT_S, stop=stop)
+    return Ran(step.role, wall, code, output, cpu, killed=code != 0 and stop.is_set())
 
 
-def _chain(steps: tuple[Step, ...], env: dict[str, str], into: list[Ran]) -> None:
+def _chain(steps: tuple[Step, ...], env: dict[str, str], into: list[Ran], stop: threading.Event) -> None:
+    """Run `steps` in order; one that fails stops this chain and the other (nvcc stops there too,
+    and a fallback need not wait for the other front end)."""
     for step in steps:
-        ran = _run_step(step, env)
+        if stop.is_set():
+            return
+        ran = _run_step(step, env, stop)
         into.append(ran)
         if ran.code != 0:
+            stop.set()
             return
 
 
@@ -262,16 +305,19 @@ def run_plan(plan: Plan) -> tuple[str, list[Ran], str]:
     env = {**os.environ, **plan.env}
     host: list[Ran] = []
     device: list[Ran] = []
+    stop = threading.Event()
     threads = [
-        threading.Thread(target=_chain, args=(plan.host, env, host)),
-        threading.Thread(target=_chain, args=(plan.device, env, device)),
+        threading.Thread(target=_chain, args=(plan.host, env, host, stop)),
+        threading.Thread(target=_chain, args=(plan.device, env, device, stop)),
     ]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     ran = host + device
-    failed = [r for r in ran if r.code != 0]
+    failed = [r for r in ran if r.code != 0 and not r.killed]
+    if not failed and any(r.code != 0 for r in ran):
+        return "fallback", ran, "a step was stopped"
     if failed:
         own = [r for r in failed if r.role in UNCHANGED]
         if own:
@@ -284,7 +330,7 @@ def run_plan(plan: Plan) -> tuple[str, list[Ran], str]:
     if not ids[0] or any(i != ids[0] for i in ids[1:]):
         return "fallback", ran, "cicc's module id is not cudafe++'s"
     finals: list[Ran] = []
-    _chain(plan.final, env, finals)
+    _chain(plan.final, env, finals, threading.Event())
     ran += finals
     if finals[-1].code != 0:
         return "fallback", ran, f"the host compile exited with status {finals[-1].code}"
@@ -302,6 +348,8 @@ def _failure_output(plan: Plan, ran: list[Ran]) -> str:
         if not runs:
             break
         r = runs.pop(0)
+        if r.killed:
+            continue
         text.append(r.output)
         if r.code != 0:
             break
@@ -350,7 +398,16 @@ def compile_split(argv: list[str], record: dict[str, object]) -> int:
 
 
 def _steps(ran: list[Ran]) -> list[dict[str, object]]:
-    return [{"step": r.role, "seconds": round(r.seconds, 3), **({"status": r.code} if r.code else {})} for r in ran]
+    return [
+        {
+            "step": r.role,
+            "seconds": round(r.seconds, 3),
+            "cpu_s": round(r.cpu_seconds, 3),
+            **({"status": r.code} if r.code else {}),
+            **({"killed": True} if r.killed else {}),
+        }
+        for r in ran
+    ]
 
 
 def _nvcc(argv: list[str], record: dict[str, object], why: str, ran: list[Ran], start: float) -> int:
