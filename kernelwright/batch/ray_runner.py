@@ -119,8 +119,6 @@ class BatchActor:
         gpus = [str(g) for g in ray.get_gpu_ids()]
         where = f"gpu{','.join(gpus)}" if gpus else f"cpu{given.index}"
         self._slot = given.model_copy(update={"label": f"ray:{ray.get_runtime_context().get_node_id()[:8]}:{where}"})
-        if given.cores:
-            os.sched_setaffinity(0, given.cores)  # inherited by every process this worker starts
 
     def put(self, seq: int, message: Message | None) -> None:
         """The driver's messages, in the order it sent them (a threaded actor may run calls out
@@ -136,6 +134,8 @@ class BatchActor:
         out: queue.Queue[Message | None] = queue.Queue()
 
         def run() -> None:
+            if self._slot.cores:  # this thread's: inherited by the threads and processes the worker starts
+                os.sched_setaffinity(0, self._slot.cores)
             try:
                 work(self._handler, self._inbox, self._slot, self._init, out.put, lookahead=self._lookahead)
             finally:

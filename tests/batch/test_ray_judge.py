@@ -1,6 +1,6 @@
 """`batch judge --ray local` judges as a local worker does (issue #33): one actor, two problems,
 the second problem's session opened while the first is judged and the first problem's second
-candidate built ahead, the same verdicts as the bundled manifest says. Runs only where Ray is
+candidate built ahead, the verdicts the bundled manifest gives. Runs only where Ray is
 installed (CI has none: skipped there); correctness only, at the small size."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def test_a_ray_actor_looks_ahead_as_a_local_worker_does(tmp_path: Path, monkeypa
     files = {
         "level_1/problem_1/sample_0.py": ("relu", "cpp_correct.py"),
         "level_1/problem_1/sample_1.py": ("relu", "cpp_wrong_tail64.py"),
-        "level_1/problem_7/sample_0.py": ("sum_reduction", "cpp_correct.py"),
+        "level_1/problem_7/sample_0.py": ("sum_reduction", "cpp_wrong_half_accum.py"),  # rejected unbuilt
     }
     for rel, (problem, name) in files.items():
         (cands / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -39,7 +39,7 @@ def test_a_ray_actor_looks_ahead_as_a_local_worker_does(tmp_path: Path, monkeypa
     assert {c: (r.verdict, r.reason) for c, r in records.items()} == {
         "level_1/problem_1/sample_0.py": ("correct", None),
         "level_1/problem_1/sample_1.py": ("incorrect", "output_mismatch"),
-        "level_1/problem_7/sample_0.py": ("correct", None),
+        "level_1/problem_7/sample_0.py": ("rejected", "precision_downgrade"),
     }
     assert {r.worker for r in records.values()} == {records["level_1/problem_7/sample_0.py"].worker}
     assert records["level_1/problem_7/sample_0.py"].worker.startswith("ray:")
