@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Where a cold `load_inline` build's time goes, per phase, without and with the precompiled torch
-header (issue #29). A benchmark, not a test.
+"""Where a cold `load_inline` build's time goes, per phase, as torch builds it (`before`) and as the
+harness's builder builds it now (`after`) (issue #29). A benchmark, not a test.
 
     PYTHONPATH=$PWD .venv/bin/python scripts/bench_build.py --lang cpp --repeats 3 --json /tmp/bench_cpp.json
     PYTHONPATH=$PWD .venv/bin/python scripts/bench_build.py --lang cuda --repeats 3        # compile-only on a CPU host
@@ -17,13 +17,24 @@ does, then the link). `after` (the default runs `before` and `after` on each can
 precompiled header to the C++ command exactly as the harness's builder does
 (`kernelwright/harness/building/headers.py`); the header is prepared once per host, timed apart
 (`prepare_headers_s`). Both modes' main.o are compared byte for byte (`identical_objects`).
+For `--lang cuda`, `after` also compiles the .cu against the light `torch/extension.h`
+(`light_header.py`, where its checks allow) through `nvcc_split.py` (nvcc's host and device front
+ends at once): phases `split.<step>`, `split.host_chain` (host preprocessing + cudafe++),
+`split.device_chain` (device preprocessing + cicc + ptxas + fatbinary), `split.host_compile`,
+`split.used` (1: split, 0: it ran nvcc itself). Checks (`identity_checks`, first repeat, two
+extra compiles of the `before` .cu from its own path, since nvcc names internal symbols after the
+source's path): the split over torch's header against plain nvcc (every section and relocation,
+`objdump -s -r`), and the split with the light header (device code, `.nv_fatbin`);
+`--no-check-split` skips them.
 
 On a host without a CUDA torch (this project's CPU machines) `--lang cuda` compiles only (for
 `--arch`, default 90): no link, `torch_setup` uses the CUDA toolkit found by nvcc.
 
 `--broker` also times the whole trusted build step (`BuildBroker.handle`: builder process,
-import torch, ninja, link) for new candidates, precompiled headers off then on (`broker_before`,
-`broker_after`): the figure a candidate sees. It needs a CUDA torch for `--lang cuda`.
+import torch, ninja, link) for new candidates, as before #29 (no precompiled header, light header
+or split: `broker_before`) and as now (all three where they fit: `broker_after`, the first request
+of which prepares the header and is not counted): the figure a candidate sees, with the split's
+steps from the build record. It needs a CUDA torch for `--lang cuda`.
 
 Prints one JSON document (also written with --json): medians, min, max and every run, per phase
 and mode. Timings on shared cores are noisy: say where they were taken.
@@ -49,6 +60,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from kernelwright.harness.building import headers, light_header, nvcc_split  # noqa: E402
 
 CPP_KERNEL = """
 torch::Tensor scale_relu(torch::Tensor x) {{
@@ -157,8 +170,10 @@ def _vars(text: str) -> dict[str, str]:
     return found
 
 
-def commands(text: str, folder: Path, nvcc_times: Path | None) -> dict[str, list[str]]:
-    """The compile and link commands of a torch build.ninja, as ninja would run them."""
+def commands(text: str, folder: Path, nvcc_times: Path | None, split: bool = False) -> dict[str, list[str]]:
+    """The compile and link commands of a torch build.ninja, as ninja would run them; with
+    `split`, the .cu's through `nvcc_split.py` as the harness's builder runs it (its steps'
+    seconds in `split.json`)."""
     v = _vars(text)
     cmds: dict[str, list[str]] = {}
     for line in text.splitlines():
@@ -180,8 +195,10 @@ def commands(text: str, folder: Path, nvcc_times: Path | None) -> dict[str, list
                 *shlex.split(v.get("post_cflags", "")),
             ]
         elif rule == "cuda_compile":
-            timing = ["-time", str(nvcc_times)] if nvcc_times else []
+            timing = ["-time", str(nvcc_times)] if nvcc_times and not split else []
+            wrapper = [sys.executable, "-I", nvcc_split.__file__, "--record", str(folder / "split.json"), "--"]
             cmds["nvcc_cuda"] = [
+                *(wrapper if split else []),
                 *shlex.split(v["nvcc"]),
                 *timing,
                 *shlex.split(v["cuda_cflags"]),
@@ -197,12 +214,12 @@ def commands(text: str, folder: Path, nvcc_times: Path | None) -> dict[str, list
 
 
 def _run(cmd: list[str], cwd: Path, times: dict[str, float], name: str, errors: list[str]) -> None:
-    start = time.perf_counter()
-    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
-    times[name] = time.perf_counter() - start
-    (cwd / f"{name}.log").write_text(done.stdout + done.stderr)
-    if done.returncode != 0:
-        errors.append(f"{name}: exit {done.returncode}: {(done.stdout + done.stderr)[-1500:]}")
+    """Run one command in `cwd`: its wall seconds (`name`) and CPU seconds (`name.cpu`)."""
+    code, wall, cpu, output = nvcc_split.run_timed(cmd, None, 3600, cwd=str(cwd))
+    times[name], times[f"{name}.cpu"] = wall, cpu
+    (cwd / f"{name}.log").write_text(output)
+    if code != 0:
+        errors.append(f"{name}: exit {code}: {output[-1500:]}")
 
 
 def _nvcc_phases(csv: Path) -> dict[str, float]:
@@ -217,10 +234,35 @@ def _nvcc_phases(csv: Path) -> dict[str, float]:
     return phases
 
 
-def build_once(folder: Path, text: str, link: bool) -> dict[str, Any]:
+def _split_phases(record: Path) -> dict[str, float]:
+    """Seconds per step of a split nvcc compile (`split.<step>`), its two chains and its path."""
+    if not record.is_file():
+        return {}
+    data = json.loads(record.read_text())
+    phases: dict[str, float] = {"split.used": 1.0 if data.get("path") == "split" else 0.0}
+    for step in data.get("steps") or []:
+        name = "split." + str(step["step"])
+        phases[name] = phases.get(name, 0.0) + float(step["seconds"])
+        phases[name + ".cpu"] = phases.get(name + ".cpu", 0.0) + float(step.get("cpu_s", 0.0))
+    host = ("split.pp_host", "split.cudafe")
+    device = ("split.pp_device", "split.cicc", "split.ptxas", "split.fatbinary")
+    for suffix in ("", ".cpu"):
+        phases["split.host_chain" + suffix] = sum(phases.get(k + suffix, 0.0) for k in host)
+        phases["split.device_chain" + suffix] = sum(phases.get(k + suffix, 0.0) for k in device)
+    # what the .cu would take with a core per process (a 16-core GPU host): the longer chain, then
+    # the host compile
+    phases["split.critical_path.cpu"] = max(phases["split.host_chain.cpu"], phases["split.device_chain.cpu"]) + (
+        phases.get("split.host_compile.cpu", 0.0)
+    )
+    if data.get("path") != "split":
+        print(f"  nvcc_split ran nvcc itself: {data.get('why')}", file=sys.stderr)
+    return phases
+
+
+def build_once(folder: Path, text: str, link: bool, split: bool = False) -> dict[str, Any]:
     """Run one build.ninja's commands: objects at once (as ninja), then the link; per-phase seconds."""
     csv = folder / "nvcc_time.csv"
-    cmds = commands(text, folder, csv)
+    cmds = commands(text, folder, csv, split)
     times: dict[str, float] = {}
     errors: list[str] = []
     start = time.perf_counter()
@@ -237,12 +279,51 @@ def build_once(folder: Path, text: str, link: bool) -> dict[str, Any]:
         _run(cmds["link"], folder, times, "link", errors)
     times["wall"] = time.perf_counter() - start
     times.update(_nvcc_phases(csv))
+    times.update(_split_phases(folder / "split.json"))
     return {"times": times, "errors": errors}
 
 
-def prepare_headers(root: Path, lang: str) -> tuple[Path, float]:
-    from kernelwright.harness.building import headers
+def _sections(obj: Path, only: str | None = None) -> str:
+    """An object's section contents and relocations (`objdump -s -r`), without its file name:
+    two plain nvcc runs differ only in the temporary name of the .file symbol, which this omits."""
+    where = ["-j", only] if only else []
+    done = subprocess.run(
+        ["objdump", "-s", "-r", *where, str(obj)], capture_output=True, text=True, timeout=120, check=False
+    )
+    return "\n".join(done.stdout.splitlines()[2:]) if done.returncode == 0 else f"objdump failed: {done.stderr}"
 
+
+def identity_checks(folder: Path) -> dict[str, Any]:
+    """The .cu of `folder` (built plain, `before`) compiled again from the same path (nvcc names
+    a translation unit's internal symbols after its source's path): through `nvcc_split.py` over
+    torch's header (every section and relocation the same as nvcc's), and through it with the
+    light header (the device code, `.nv_fatbin`, the same; host code differs: fewer headers)."""
+    plain_text = (folder / "build.ninja").read_text()
+    reference = folder / "plain.cuda.o"
+    shutil.copyfile(folder / "cuda.cuda.o", reference)
+    out: dict[str, Any] = {"errors": []}
+    lighter, why = light_header.offer(plain_text, (folder / "cuda.cu").read_text())
+    for name, text in (("split_full_header", plain_text), ("split_light_header", lighter)):
+        if text is None:
+            out[name] = f"not built: {why}"
+            continue
+        times: dict[str, float] = {}
+        (folder / "split.json").unlink(missing_ok=True)
+        _run(commands(text, folder, None, split=True)["nvcc_cuda"], folder, times, name, out["errors"])
+        times.update(_split_phases(folder / "split.json"))
+        only = None if name == "split_full_header" else ".nv_fatbin"
+        same = _sections(folder / "cuda.cuda.o", only) == _sections(reference, only)
+        out[name] = {
+            "identical": same,
+            "compared": "every section and relocation" if only is None else "device code (.nv_fatbin)",
+            "split_used": times.get("split.used") == 1.0,
+            "times": {k: round(v, 3) for k, v in sorted(times.items())},
+        }
+        print(f"identity check {name}: {out[name]}", file=sys.stderr)
+    return out
+
+
+def prepare_headers(root: Path, lang: str) -> tuple[Path, float]:
     inputs = {"extra_cflags": [], "with_cuda": lang == "cuda"}
     folder = root / "pch" / headers.pch_key(inputs)[:24]
     if (folder / headers.MANIFEST).is_file():
@@ -270,7 +351,10 @@ def _summary(runs: list[dict[str, float]]) -> dict[str, Any]:
 def _broker_runs(lang: str, repeats: int, root: Path, pch: bool) -> list[dict[str, float]]:
     from kernelwright.harness.building.broker import BuildBroker
 
-    broker = BuildBroker(root / "cache", {}, timeout_s=900, pausable=False, precompiled_headers=pch)
+    # before: as the harness built until #29 (plain); after: what its builder does now
+    broker = BuildBroker(
+        root / "cache", {}, timeout_s=900, pausable=False, precompiled_headers=pch, light_cu=pch, nvcc_split=pch
+    )
     runs = []
     for i in range(repeats + (1 if pch else 0)):  # with headers: a first request prepares them
         spec = _spec(lang, f"kw_bench_{'a' if pch else 'b'}{i}_{uuid.uuid4().hex[:6]}", _constant())
@@ -296,7 +380,13 @@ def _broker_runs(lang: str, repeats: int, root: Path, pch: bool) -> list[dict[st
         )
         if pch and i == 0:
             continue
-        runs.append({"handle": seconds})
+        run = {"handle": seconds}
+        for attempt in (reply.get("cuda") or {}).get("attempts") or []:
+            run["ninja_attempts"] = run.get("ninja_attempts", 0.0) + 1
+            for nvcc in attempt.get("nvcc") or []:
+                for step in nvcc.get("steps") or []:
+                    run["split." + step["step"]] = float(step["seconds"])
+        runs.append(run)
     return runs
 
 
@@ -312,6 +402,12 @@ def main() -> int:
         "--cu-include",
         action="append",
         help="measurement only: headers the .cu includes instead of torch/extension.h (e.g. torch/types.h)",
+    )
+    parser.add_argument(
+        "--no-check-split",
+        dest="check_split",
+        action="store_false",
+        help="skip the first repeat's identity checks (two more compiles of its .cu)",
     )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -346,10 +442,9 @@ def main() -> int:
         report["pch"] = str(pch_folder)
         print(f"headers prepared in {prep:.1f} s ({pch_folder})", file=sys.stderr)
 
-    from kernelwright.harness.building import headers
-
     runs: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
     identical: list[bool] = []
+    light_notes: list[str] = []
     pch_used: list[bool] = []
     errors: list[str] = []
     for i in range(args.repeats):
@@ -360,13 +455,18 @@ def main() -> int:
             folder.mkdir()
             spec = _spec(args.lang, f"kw_bench_{i}", constant, args.cu_include)  # one name: main.o comparable
             text, setup = write_ninja(folder, spec)
+            cuda_after = mode == "after" and args.lang == "cuda"
             if mode == "after":
                 offered, why = headers._offer(folder, text, pch_folder)
                 if offered is None:
                     raise SystemExit(f"the precompiled header was not offered: {why}")
                 text = offered
+                if cuda_after:  # the light header where the harness's builder would use it
+                    lighter, why = light_header.offer(text, (folder / "cuda.cu").read_text())
+                    light_notes.append(why or "light")
+                    text = lighter or text
                 (folder / "build.ninja").write_text(text)
-            result = build_once(folder, text, link=not compile_only)
+            result = build_once(folder, text, link=not compile_only, split=cuda_after)
             if mode == "after":  # GCC's -H trace: "! <file>.gch" when it loaded the header
                 assert pch_folder is not None
                 log_text = (folder / "cxx_main.log").read_text() if (folder / "cxx_main.log").is_file() else ""
@@ -382,11 +482,18 @@ def main() -> int:
             print(f"{mode} #{i}: {shown}", file=sys.stderr)
         if len(objects) == 2:
             identical.append(objects["before"] == objects["after"])
+        before = work / f"before_{i}_{constant.replace('.', '_')}"
+        if i == 0 and args.check_split and args.lang == "cuda" and (before / "cuda.cuda.o").is_file():
+            checks = identity_checks(before)
+            errors += checks.pop("errors")
+            report["identity_checks"] = checks
     report["phases"] = {mode: _summary(r) for mode, r in runs.items()}
     if identical:
         report["identical_objects"] = all(identical)
     if pch_used:
         report["pch_loaded_every_time"] = all(pch_used)
+    if light_notes:
+        report["light_header"] = sorted(set(light_notes))
     if args.broker:
         if compile_only:
             report["broker"] = "skipped: a CUDA build through the harness needs a CUDA torch"

@@ -27,8 +27,10 @@ fails a candidate the plain build would pass.
 What is left (honestly): a program that compiles against both headers means the same thing
 unless overload resolution or template specialisation picks a declaration that only the full
 header adds; these checks rule out the spellings above, not every such construct (a `sizeof`
-trick on an unlisted name could still probe). What was built is what the correctness fuzzing
-then checks, and the build record says which header the `.cu` got (`cuda_header`).
+trick on an unlisted name could still probe). The same holds between the library's two units
+(`main.cpp` sees the full header, the `.cu` the light one): an inline function both instantiate is
+the same text in both. What was built is what the correctness fuzzing then checks, and the build
+record says which header the `.cu` got (`cuda.header`, and the `headers` line).
 `KERNELWRIGHT_LIGHT_CU=0` turns it off.
 """
 
