@@ -63,8 +63,8 @@ fi
 
 start=$(date +%s)
 codes=()
-# step NAME LIMIT_S KEEP_S CMD...: run CMD with its output in $OUT/NAME.log, under
-# min(LIMIT_S, the budget left less KEEP_S, the time kept for the steps after it).
+# step NAME LIMIT_S KEEP_S CMD...: run CMD with its output in $OUT/NAME.log, under min(LIMIT_S,
+# the budget left less KEEP_S, the time kept for the steps after it); both scale with the budget.
 step() {
     local name=$1 limit=$(($2 * BUDGET_S / 520)) keep=$(($3 * BUDGET_S / 520))
     shift 3
@@ -91,7 +91,7 @@ skip() {  # skip NAME WHY
 
 if [ "${SUMMARY_ONLY:-0}" != 1 ]; then
 : > "$OUT/steps.txt"
-rm -f "$KERNELWRIGHT_MEMORY_DB"
+rm -f "$KERNELWRIGHT_MEMORY_DB" "$OUT"/{profile,verify,eval,user_check}.json "$OUT/codes.txt" "$OUT"/kernelbench_*.py
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"; } \
     > "$OUT/device.txt"
 echo "model $SPEC on $DEVICE, region $REGION; out $OUT; budget ${BUDGET_S} s" | tee -a "$OUT/steps.txt"
