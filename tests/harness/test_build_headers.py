@@ -67,16 +67,6 @@ def test_flags_that_read_or_write_files_get_the_plain_build(extra: dict[str, Any
     assert inputs is None and why
 
 
-def test_a_cuda_build_gets_no_precompiled_header() -> None:
-    """nvcc over the .cu sets a CUDA build's time (~57 s on an H100, the C++ unit beside it): a
-    header prepared for the C++ unit would only make the first CUDA candidate wait longer."""
-    request = _inline("kw_h", 2, cuda_sources="__global__ void k() {}")
-    inputs, why = headers.pch_inputs({**request, "with_cuda": True})
-    assert inputs is None and "CUDA" in why
-    inputs, why = headers.pch_inputs(_inline("kw_h", 2, cuda_sources="__global__ void k() {}"))
-    assert inputs is None and "CUDA" in why
-
-
 def test_the_key_covers_flags_and_cuda() -> None:
     base = {"extra_cflags": [], "with_cuda": False}
     assert headers.pch_key(base) == headers.pch_key(dict(base))
