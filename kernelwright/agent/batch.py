@@ -239,7 +239,6 @@ def run_optimize(
         init,
         listener,
         write_report=lambda folder: write_report(folder, compare_baselines),
-        ray_local_cpus=len(slots),
     )
 
 

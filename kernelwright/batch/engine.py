@@ -236,12 +236,10 @@ def execute(
     listener: Listener,
     *,
     write_report: Callable[[Path], Path] | None = None,
-    ray_local_cpus: int | None = None,
 ) -> BatchOutcome:
-    """Run the plan's tasks; every result is in results.jsonl the moment it arrives.
-    `ray_local_cpus` is not used any more: a Ray instance started here takes this process's
-    cores, and the runner's slots say how many actors (`ray_runner.actor_plan`)."""
-    del ray_local_cpus
+    """Run the plan's tasks; every result is in results.jsonl the moment it arrives. (A Ray
+    instance started here takes this process's cores; the runner's slots say how many actors,
+    `ray_runner.actor_plan`.)"""
     out = plan.out
     out.mkdir(parents=True, exist_ok=True)
     results = ResultsFile(out)
