@@ -35,8 +35,15 @@
 #           .rayhouse: a trimmed Ray tarball and the wheels it needs), checked against their expected
 #           verdicts, with a per-phase breakdown (bench_multi_gpu.py judge), and compared with parts 1
 #           and 2 where their folders are here; runs alone on a fresh machine too
+#   fr      issue #28: the false-rejection benchmark on every visible GPU at once, idle then with a
+#           CPU stress load (scripts/gpu_false_rejections.sh; results in $OUT/false-rejections.tgz;
+#           a rerun resumes from .gpuwork/false-rejections on the same machine)
+#   ownmodel issue #32: the own-model flow at real size (scripts/gpu_ownmodel.sh: profile, extract,
+#           scripted optimisation, verify, both exports, the package used without kernelwright)
+#   build   issue #29: a cold load_inline CUDA build, before and after the build step's adjustments,
+#           phase by phase and end to end (scripts/bench_build.py --lang cuda --broker)
 set -uo pipefail
-phase=${1:?usage: scripts/gpu_runbook.sh core|agent|speed|ipc|sandbox|batch|bundled|search|multi1|multi2|multi3}
+phase=${1:?usage: scripts/gpu_runbook.sh core|agent|speed|ipc|sandbox|batch|bundled|search|multi1|multi2|multi3|fr|ownmodel|build}
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 KERNELWRIGHT_HOME=${KERNELWRIGHT_HOME:-/tmp/kwhome}
@@ -178,8 +185,21 @@ from bench_batch import lay_out_slice; lay_out_slice(Path('.gpuwork/cands'), Pat
     # copies later: bench_multi_gpu.py compare gpu-out/batch-ray gpu-out/batch-1gpu gpu-out/batch-allgpus
     python3 scripts/bench_multi_gpu.py compare .gpuwork/batch-ray .gpuwork/batch-1gpu .gpuwork/batch-allgpus
     ;;
+fr)
+    OUT=$OUT timeout 570 bash scripts/gpu_false_rejections.sh
+    ;;
+ownmodel)
+    mkdir -p /tmp/kw-ownmodel-out
+    OUT=/tmp/kw-ownmodel-out BUDGET_S=${BUDGET_S:-450} bash scripts/gpu_ownmodel.sh | tail -80
+    tar -czf "$OUT/ownmodel.tgz" -C /tmp/kw-ownmodel-out . && cp /tmp/kw-ownmodel-out/summary.md "$OUT/" 2>/dev/null
+    ;;
+build)
+    timeout "${BUILD_S:-540}" python3 scripts/bench_build.py --lang cuda --repeats "${REPEATS:-3}" --broker \
+        --json "$OUT/bench_build_cuda.json" > "$OUT/bench_build.log" 2>&1
+    echo "bench_build exit $?"; tail -30 "$OUT/bench_build.log"
+    ;;
 *)
-    echo "unknown phase $phase (core, agent, speed, ipc, sandbox, batch, bundled, search)" >&2
+    echo "unknown phase $phase (core, agent, speed, ipc, sandbox, batch, bundled, search, multi1, multi2, multi3, fr, ownmodel, build)" >&2
     exit 2
     ;;
 esac
