@@ -99,7 +99,7 @@ def test_a_fitting_header_goes_first_on_the_cxx_command(tmp_path: Path) -> None:
     build = tmp_path / "build"
     build.mkdir()
     (build / "main.cpp").write_text(headers.INCLUDE_LINE + "\nint x;\n")
-    offered, why = headers._offer(build, NINJA.format(name="mine"), pch)
+    offered, why = headers.offer_pch(build, NINJA.format(name="mine"), pch)
     assert offered is not None, why
     line = next(x for x in offered.splitlines() if x.startswith("cflags"))
     assert line.startswith(f"cflags = -isystem {pch / 'include'} -Werror=invalid-pch -H -DTORCH_EXTENSION_NAME=mine")
@@ -120,16 +120,16 @@ def test_a_header_that_does_not_fit_is_not_offered(tmp_path: Path, damage: str) 
         (build / "main.cpp").write_text("#define X 1\n" + headers.INCLUDE_LINE + "\n")
     else:
         (pch / headers.MANIFEST).write_text("{not json")
-    offered, why = headers._offer(build, ninja, pch)
+    offered, why = headers.offer_pch(build, ninja, pch)
     assert offered is None and why
 
 
 def test_gcc_s_trace_tells_whether_the_header_was_loaded_and_leaves_the_log() -> None:
     gch = Path("/c/pch/include/torch/extension.h.gch")
     output = f"[1/2] c++ -H ... main.cpp\n! {gch}\n. /usr/include/c++/12/vector\n.. /x/y.h\nmain.cpp:3: warning: z\n"
-    used, kept = headers._header_trace(output, gch)
+    used, kept = headers.header_trace(output, gch)
     assert used and kept == "[1/2] c++ -H ... main.cpp\nmain.cpp:3: warning: z\n"
-    used, kept = headers._header_trace(
+    used, kept = headers.header_trace(
         f"x {gch}\n. /t/torch/extension.h\nMultiple include guards may be useful for:\n/t/a.h\n[2/2] link\n", gch
     )
     assert not used and kept == "[2/2] link\n"

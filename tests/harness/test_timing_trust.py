@@ -15,6 +15,7 @@ from kernelwright.harness.result import EvalResult
 from kernelwright.harness.timing.stats import TRUSTED_SPREAD, Speedup, interval_spread, summarize
 from kernelwright.harness.verdicts import Reason, Verdict
 from kernelwright.harness.workers.messages import TimedFunction, TimingReport
+from tests.harness.test_timing_verdicts import _judge
 
 STEADY = (0.99, 1.0, 1.0, 1.01, 1.0, 0.995, 1.005, 1.0, 1.0, 1.0, 0.99, 1.01)  # 4 blocks of 3
 
@@ -36,12 +37,6 @@ def _fn(
         "wall_median_ms": None,
         "hidden_work": hidden,
     }
-
-
-def _judge(**fns: dict[str, Any]) -> EvalResult:
-    result = EvalResult(problem="relu", candidate="c.py", verdict=Verdict.CORRECT, message="correct on 8 trials")
-    report = TimingReport.model_validate({"result": {"fns": fns}, "compile_time_s": 1.0})
-    return apply(result, judge_timing(report))
 
 
 def _contended(result: EvalResult) -> str:

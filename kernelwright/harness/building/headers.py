@@ -16,7 +16,7 @@ Who writes what:
   A candidate whose flags are not plain (`SAFE_FLAG`: -O, -std, -D, -U, -march, -f..., -W...) or
   that names include folders gets no precompiled header: the plain build, as before.
 
-How a candidate's build uses it (`_offer`, run by `ninja_runs.py` in the candidate's builder): torch writes
+How a candidate's build uses it (`offer_pch`, run by `ninja_runs.py` in the candidate's builder): torch writes
 `build.ninja`; if its `main.cpp` starts with `#include <torch/extension.h>` (load_inline puts it
 first) and the C++ command, less the extension's name, is the command the `.gch` was built with
 (the manifest's `signature`), the command gets `-isystem <pch>/include -Werror=invalid-pch`
@@ -212,7 +212,7 @@ def prepare(folder: Path, inputs: dict[str, Any]) -> Path:
 _TRACE_LINE = re.compile(r"^(?:!|\.+|x) \S")
 
 
-def _header_trace(output: str, gch: Path) -> tuple[bool, str]:
+def header_trace(output: str, gch: Path) -> tuple[bool, str]:
     """Whether GCC's -H trace in `output` shows `gch` loaded, and `output` without the trace."""
     used, kept, guards = False, [], False
     for line in output.splitlines(keepends=True):
@@ -229,7 +229,7 @@ def _header_trace(output: str, gch: Path) -> tuple[bool, str]:
     return used, "".join(kept)
 
 
-def _ninja(build_directory: str) -> subprocess.CompletedProcess[str]:
+def run_ninja(build_directory: str) -> subprocess.CompletedProcess[str]:
     import torch.utils.cpp_extension as cpp
 
     command = ["ninja", "-v"]
@@ -242,7 +242,7 @@ def _ninja(build_directory: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _offer(build_directory: Path, plain: str, pch_folder: Path | None) -> tuple[str | None, str]:
+def offer_pch(build_directory: Path, plain: str, pch_folder: Path | None) -> tuple[str | None, str]:
     """`build.ninja` with the precompiled header in the C++ command, or None and why not."""
     if pch_folder is None:
         return None, "no precompiled header for these flags"

@@ -97,7 +97,7 @@ def ninja_runner(
             else:
                 offers[name] = offer
 
-        consider("pch", lambda text: headers._offer(folder, text, pch_folder))
+        consider("pch", lambda text: headers.offer_pch(folder, text, pch_folder))
         if cuda:
             cu = _cu_text(folder)
             if not light:
@@ -142,12 +142,12 @@ def _run(
         for old in folder.glob("*" + _SPLIT_RECORD):
             old.unlink()
         start = time.perf_counter()
-        done = headers._ninja(str(folder))
+        done = headers.run_ninja(str(folder))
         attempt: dict[str, Any] = {"with": sorted(offers), "seconds": round(time.perf_counter() - start, 3)}
         output = done.stdout
         if "pch" in offers:
             assert pch_folder is not None  # offered only with one
-            attempt["pch_loaded"], output = headers._header_trace(done.stdout, _gch(pch_folder))
+            attempt["pch_loaded"], output = headers.header_trace(done.stdout, _gch(pch_folder))
         split = _split_records(folder)
         if split:
             attempt["nvcc"] = split
