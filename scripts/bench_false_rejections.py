@@ -164,6 +164,7 @@ def record_of(result: Any, base: dict[str, Any], seconds: float) -> dict[str, An
             for name, s in result.speedups.items()
         },
         "seconds": round(seconds, 2),
+        "phases": {k: round(v, 2) for k, v in getattr(result, "phase_seconds", {}).items()},
     }
 
 

@@ -23,7 +23,7 @@
 #   batch   issue #16: judge the level-1 slice (benchmarks/level1_cuda) against its expected
 #           verdicts, then 100 candidates through `batch judge` with the breakdown
 #   bundled issue #27: every bundled CUDA/Triton case judged RUNS times (default 3; FIRST_RUN
-#           numbers them, for a check split in pieces; PROBLEMS=a,b limits it) against the manifest
+#           numbers them, for a check split in pieces; PROBLEMS=a,b and SIZES=small limit it) against the manifest
 #   search  issues #30/#31: `optimize --backend triton` end to end with the scripted Triton session
 #           at the default size (every prompt written to $OUT/prompts; the coder's round-1 prompt
 #           printed), then the agent's evaluation pool on every visible GPU
@@ -126,7 +126,7 @@ batch)
     ;;
 bundled)
     timeout "${BUNDLED_S:-560}" python3 scripts/check_bundled.py --device cuda --runs "${RUNS:-3}" --first-run "${FIRST_RUN:-1}" \
-        ${PROBLEMS:+--problems "$PROBLEMS"} --timeout 400 --json "$OUT/bundled-cuda-${FIRST_RUN:-1}.json" 2>&1 | tee "$OUT/bundled-cuda-${FIRST_RUN:-1}.log" | tail -40
+        ${PROBLEMS:+--problems "$PROBLEMS"} ${SIZES:+--sizes "$SIZES"} --timeout 400 --json "$OUT/bundled-cuda-${FIRST_RUN:-1}.json" 2>&1 | tee "$OUT/bundled-cuda-${FIRST_RUN:-1}.log" | tail -40
     ;;
 search)
     start=$(date +%s)
