@@ -27,11 +27,13 @@ ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = ROOT / "kernelwright" / "problems" / "solutions" / "manifest.json"
 
 
-def plan(device: str, only: set[str] | None) -> list[tuple[str, str, str]]:
-    """(problem, policy, size) for every problem with cases for `device`: one run per policy and
-    size some case is meant for (`eval` skips a case under another policy or size, saying so)."""
+def plan(device: str, only: set[str] | None) -> list[tuple[str, str, str, list[str] | None]]:
+    """(problem, policy, size, cases) for every problem with cases for `device`: one run per policy
+    and size some case is meant for. The plain group (strict, the device's usual size) judges every
+    case written for no other policy or size; another group judges only the cases written for it
+    (their expectations are stated for that policy and size, the others' for the plain one)."""
     problems = sorted({e["problem"] for e in json.loads(MANIFEST.read_text())})
-    runs = []
+    runs: list[tuple[str, str, str, list[str] | None]] = []
     for name in problems:
         if only and name not in only:
             continue
@@ -44,16 +46,21 @@ def plan(device: str, only: set[str] | None) -> list[tuple[str, str, str]]:
         if not entries:
             continue
         plain = "small" if device == "cpu" else "default"  # the CPU's default sizes take minutes per case
-        combos = {(e.policy or "strict", e.size or plain) for e in entries}
-        runs.extend((name, policy, size) for policy, size in sorted(combos))
+        groups: dict[tuple[str, str], list[str]] = collections.defaultdict(list)
+        for e in entries:
+            groups[(e.policy or "strict", e.size or plain)].append(e.name)
+        for (policy, size), names in sorted(groups.items()):
+            runs.append((name, policy, size, None if (policy, size) == ("strict", plain) else sorted(names)))
     return runs
 
 
-def judge_run(problem: str, policy: str, size: str, device: str, timeout_s: int) -> tuple[int, list[dict], float]:
+def judge_run(
+    problem: str, policy: str, size: str, cases: list[str] | None, device: str, timeout_s: int
+) -> tuple[int, list[dict], float]:
     files = {e.problem_file for s in ("oracle", "adversarial") for e in bundled_solutions(problem, s) if e.problem_file}
     reference = str(files.pop()) if files else problem
     cmd = [sys.executable, "-m", "kernelwright", "eval", reference, "--bundled", "--adversarial", "--device", device]
-    cmd += ["--policy", policy, "--size", size, "--json"]
+    cmd += ["--policy", policy, "--size", size, "--json"] + (["--only", ",".join(cases)] if cases else [])
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
     seconds = time.perf_counter() - start
@@ -97,8 +104,8 @@ def main() -> int:
     bad: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     judged = 0
     for run in range(args.first_run, args.first_run + args.runs):
-        for problem, policy, size in todo:
-            code, rows, seconds = judge_run(problem, policy, size, args.device, args.timeout)
+        for problem, policy, size, cases in todo:
+            code, rows, seconds = judge_run(problem, policy, size, cases, args.device, args.timeout)
             judged += len(rows)
             wrong = [r for r in rows if not r["ok"]]
             for r in wrong:
