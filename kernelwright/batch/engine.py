@@ -164,6 +164,9 @@ class Collector:
         self.correct = 0
         self.seen: set[str] = set()
         self._lock = threading.Lock()
+        # A worker's own name, from its `ready` message (a Ray actor names its node and GPU, which
+        # Ray chose; the driver's slot label only numbers it): its status lines carry that name.
+        self._names: dict[int, str] = {}
 
     def __call__(self, slot: Slot, message: Message) -> None:
         kind = message.get("type")
@@ -178,9 +181,11 @@ class Collector:
                 )
             )
         elif kind == "status":
-            self.listener(WorkerStatus(worker=slot.label, problem=message.get("problem", ""), text=message["text"]))
+            name = self._names.get(slot.index, slot.label)
+            self.listener(WorkerStatus(worker=name, problem=message.get("problem", ""), text=message["text"]))
         elif kind == "ready":
-            self.listener(WorkerStatus(worker=str(message.get("worker", slot.label)), text="ready"))
+            self._names[slot.index] = str(message.get("worker", slot.label))
+            self.listener(WorkerStatus(worker=self._names[slot.index], text="ready"))
         elif kind == "task_failed":
             task = message["task"]
             detail = str(message.get("detail", "")).strip()

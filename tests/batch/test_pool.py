@@ -85,3 +85,14 @@ def test_a_task_held_ahead_by_a_worker_that_dies_is_judged_by_its_replacement(tm
 if __name__ == "__main__":
     backlog = Backlog()
     serve(looking_ahead(backlog), lookahead=backlog)
+
+
+def test_a_workers_status_lines_carry_the_name_it_gave_itself(tmp_path: Path) -> None:
+    """A Ray actor names its node and GPU (Ray chose the GPU); the driver's slot only numbers it:
+    the status lines must name the same worker as its results do."""
+    events: list[object] = []
+    collector = Collector(tmp_path, ResultsFile(tmp_path), events.append, to_do=1)
+    slot = Slot(index=1, label="ray1")
+    collector(slot, {"type": "ready", "worker": "ray:ab12cd34:gpu0"})
+    collector(slot, {"type": "status", "problem": "level1/2_gelu", "text": "drawing trials"})
+    assert [getattr(e, "worker", None) for e in events] == ["ray:ab12cd34:gpu0", "ray:ab12cd34:gpu0"]
