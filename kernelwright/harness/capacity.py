@@ -61,6 +61,30 @@ OUTPUT_FILES_AT_ONCE = 4
 HELD_SHARE = 0.25  # the reference's worker holds expected outputs up to this share (oracle.CACHE_SHARE)
 
 
+# On the CPU the reference's process keeps the baselines it prepared (compiled model and input
+# sets) for the session only while they are this small: beside the comparisons they would hold the
+# host memory those need, and then each timing of the clean baselines makes its own.
+KEPT_BASELINES_BYTES = 256 << 20
+KEPT_BASELINES_SHARE = 1 / 16
+
+
+def kept_baselines_bytes(footprint: Footprint, opts: EvalOptions) -> int:
+    """What the reference's process holds when it keeps the baselines it prepared: the timing's
+    input sets and one output."""
+    inputs = footprint.largest_input_bytes
+    outputs = footprint.output_bytes if footprint.output_bytes is not None else inputs
+    sets = min(opts.timing_plan.input_sets, max(1, opts.timing_plan.memory_budget_bytes // max(inputs, 1)))
+    return sets * inputs + outputs + footprint.param_bytes
+
+
+def keeps_baselines_on_host(footprint: Footprint, opts: EvalOptions, available: int | None) -> bool:
+    """Whether, on the CPU, the reference's process makes the clean baselines once (torch.compile
+    included) and keeps them, instead of compiling them again for every candidate's cross-check."""
+    kept = kept_baselines_bytes(footprint, opts)
+    limit = KEPT_BASELINES_BYTES if available is None else min(KEPT_BASELINES_BYTES, available * KEPT_BASELINES_SHARE)
+    return kept <= limit
+
+
 def estimate(
     footprint: Footprint, opts: EvalOptions, scratch_in_ram: bool, available: int | None = None
 ) -> MemoryEstimate:
@@ -86,8 +110,10 @@ def estimate(
         "candidate worker": (timing_sets + 2) * inputs + 3 * outputs + 2 * params if on_host else 2 * inputs + outputs,
         "overhead": FIXED_OVERHEAD_BYTES,
     }
+    if on_host and opts.timing and opts.baselines and keeps_baselines_on_host(footprint, opts, available):
+        parts["kept baselines"] = kept_baselines_bytes(footprint, opts)
     # a candidate's worker, and the reference's held outputs and the baselines it prepares after
-    # the reference and keeps for the session (on CUDA only: `phases.reference.prepare_baselines`)
+    # the reference and keeps for the session (`phases.reference.prepare_baselines`)
     kept = timing_sets * inputs + outputs if opts.timing else 0
     device = 0 if on_host else (timing_sets + 2) * inputs + 4 * outputs + 3 * params + held + kept
     return MemoryEstimate(parts, device)

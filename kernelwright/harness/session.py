@@ -90,7 +90,7 @@ class EvalSession:
             f"{problem.qualified}: drawing {len(self.ctx.trials)} trials and running the reference on {opts.device}"
         )
         self.ctx.pending = self._pool.submit(reference.run_reference, self.ctx)
-        if reference.prepares_ahead(opts):  # the same thread: after the reference
+        if reference.prepares_ahead(opts, footprint):  # the same thread: after the reference
             self.ctx.prepared = self._pool.submit(reference.prepare_baselines, self.ctx)
         if warm:
             for _ in range(max(1, min(spares, self.room))):

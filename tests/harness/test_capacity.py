@@ -102,3 +102,27 @@ def test_an_out_of_memory_kill_is_the_machine_not_a_bad_problem_file(tmp_path: P
     assert done.returncode == 5, done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("environment:") and "ran out of memory" in last and "bad problem file" not in last
+
+
+def test_the_cpu_keeps_its_clean_baselines_only_while_they_are_small() -> None:
+    """On the CPU the reference's process compiles the baselines once and keeps them for the
+    session when they hold little (every candidate's cross-check then times them without
+    compiling again); large ones would hold the memory the comparisons need."""
+    from kernelwright.harness.capacity import KEPT_BASELINES_BYTES, keeps_baselines_on_host
+    from kernelwright.harness.phases.reference import prepares_ahead
+    from kernelwright.problems.footprint import Footprint, TensorShape
+    from kernelwright.vocabulary import Size
+
+    def footprint(nbytes: int) -> Footprint:
+        tensor = TensorShape((nbytes // 4,), "float32", nbytes)
+        return Footprint(Size.DEFAULT, [tensor], [], 0, [tensor])
+
+    opts = EvalOptions(device="cpu", timing=True, baselines=("eager", "compile"))
+    small, large = footprint(256 << 10), footprint(KEPT_BASELINES_BYTES)
+    assert keeps_baselines_on_host(small, opts, available=8 << 30)
+    assert not keeps_baselines_on_host(large, opts, available=64 << 30)  # over the fixed cap
+    assert not keeps_baselines_on_host(small, opts, available=8 << 20)  # over a sixteenth of a tiny machine
+    assert prepares_ahead(opts, measure(resolve_problem("relu"), Size.SMALL))
+    assert not prepares_ahead(opts)  # no footprint: nothing known, nothing kept
+    assert not prepares_ahead(opts.model_copy(update={"timing": False}), measure(resolve_problem("relu"), Size.SMALL))
+    assert prepares_ahead(opts.model_copy(update={"device": "cuda"}))  # on CUDA always

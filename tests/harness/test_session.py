@@ -157,7 +157,8 @@ def test_a_session_closed_while_its_reference_runs_leaves_no_worker(shared_home:
 
     session = EvalSession(resolve_problem("relu"), harness_options(shared_home, "cpu", timing=True))
     session.close()
-    assert session.ctx.prepared is None  # the CPU makes no baselines ahead
+    # relu's small baselines are made ahead on the CPU too: their making was cancelled, never run
+    assert session.ctx.prepared is not None and session.ctx.prepared.cancelled()
     oracle = session.ctx.pending.result()[0] if session.ctx.pending is not None else None
     assert oracle is not None and oracle.proc.poll() is not None
     with live._LIVE_LOCK:
@@ -174,7 +175,7 @@ def test_a_session_closed_before_its_baselines_are_made_leaves_no_worker(
     from kernelwright.harness.phases import reference as reference_phase
     from kernelwright.harness.workers import live
 
-    monkeypatch.setattr(reference_phase, "prepares_ahead", lambda opts: True)
+    monkeypatch.setattr(reference_phase, "prepares_ahead", lambda opts, footprint=None: True)
     opts = harness_options(shared_home, "cpu", timing=True, baselines=("eager", "compile"))
     session = EvalSession(resolve_problem("relu"), opts)
     assert session.ctx.prepared is not None and session.ctx.pending is not None

@@ -1,16 +1,18 @@
 """The reference's phase, once per session: its worker started and its trials run (the expected
-outputs stay in that process), then, on CUDA, the clean baselines made there ahead of any timing."""
+outputs stay in that process), then (on CUDA, and on the CPU where they are small) the clean
+baselines made there ahead of any timing."""
 
 from __future__ import annotations
 
 import logging
 
+from kernelwright.harness import capacity
 from kernelwright.harness.options import EvalOptions, TrialPlan, plan_trials
 from kernelwright.harness.phases.context import Context
 from kernelwright.harness.workers.client import ReferenceClient
 from kernelwright.harness.workers.process import Outcome, WorkerProcess
 from kernelwright.problems import Problem
-from kernelwright.problems.footprint import measure
+from kernelwright.problems.footprint import Footprint, measure
 
 log = logging.getLogger(__name__)
 
@@ -31,11 +33,16 @@ def run_reference(ctx: Context) -> tuple[WorkerProcess | None, Outcome]:
     return worker, outcome
 
 
-def prepares_ahead(opts: EvalOptions) -> bool:
+def prepares_ahead(opts: EvalOptions, footprint: Footprint | None = None) -> bool:
     """Whether the reference's process makes the clean baselines right after the reference and
-    keeps them: on CUDA, where their input sets live on the device; on the CPU they would hold the
-    host memory the comparisons need, so there each timing of them makes its own."""
-    return opts.timing and bool(opts.baselines) and opts.device == "cuda"
+    keeps them: on CUDA, where their input sets live on the device; on the CPU when what they hold
+    is small (`capacity.keeps_baselines_on_host`: beside the comparisons larger ones would hold the
+    host memory those need, so there each timing of them makes its own, torch.compile included)."""
+    if not (opts.timing and opts.baselines):
+        return False
+    if opts.device == "cuda":
+        return True
+    return footprint is not None and capacity.keeps_baselines_on_host(footprint, opts, capacity.usable_memory())
 
 
 def prepare_baselines(ctx: Context) -> None:
