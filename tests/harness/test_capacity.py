@@ -3,6 +3,7 @@ figure, the memory available and the flag that fits; shapes are read without all
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -124,5 +125,5 @@ def test_the_cpu_keeps_its_clean_baselines_only_while_they_are_small() -> None:
     assert not keeps_baselines_on_host(small, opts, available=8 << 20)  # over a sixteenth of a tiny machine
     assert prepares_ahead(opts, measure(resolve_problem("relu"), Size.SMALL))
     assert not prepares_ahead(opts)  # no footprint: nothing known, nothing kept
-    assert not prepares_ahead(opts.model_copy(update={"timing": False}), measure(resolve_problem("relu"), Size.SMALL))
-    assert prepares_ahead(opts.model_copy(update={"device": "cuda"}))  # on CUDA always
+    assert not prepares_ahead(dataclasses.replace(opts, timing=False), measure(resolve_problem("relu"), Size.SMALL))
+    assert prepares_ahead(dataclasses.replace(opts, device="cuda"))  # on CUDA always
