@@ -129,7 +129,7 @@ def test_the_timed_outputs_are_compared_before_the_worker_gets_another_command(
             log.append(f"compare {path.name}")
             return CompareReport()
 
-    def cross_check(ctx: object, worker: object, result: EvalResult) -> None:
+    def cross_check(ctx: object, worker: object, result: EvalResult, report: object) -> None:
         Client(worker).timing(0, 10.0)  # the second look the cross-check takes
 
     speedup = Speedup(

@@ -23,11 +23,13 @@ from kernelwright.harness.judge.correctness import (
 )
 from kernelwright.harness.judge.decision import Decision, PhaseEnd, ending
 from kernelwright.harness.judge.timing import (
+    agree_at_one_thread,
     disagreeing_baselines,
     judge_baselines,
     judge_timing,
     short_calls,
     slowed_baselines,
+    stalled_baselines,
 )
 from kernelwright.harness.judge.work_share import (
     fallback_within_noise,
@@ -43,6 +45,7 @@ from kernelwright.harness.judge.work_share import (
 __all__ = [
     "Decision",
     "PhaseEnd",
+    "agree_at_one_thread",
     "build_failure",
     "disagreeing_baselines",
     "ending",
@@ -64,6 +67,7 @@ __all__ = [
     "run_failure",
     "short_calls",
     "slowed_baselines",
+    "stalled_baselines",
     "static_rejection",
     "static_rejection_verdict",
     "trial_result",

@@ -28,6 +28,23 @@ from kernelwright.harness.workers.messages import CleanFigures, TimedFunction, T
 BASELINE_SLOWDOWN = 1.5
 BASELINE_MARGIN_MS = 0.02
 
+# A baseline's median with the configured intra-op threads this many times its median with one
+# thread (and this much longer) says the intra-op pool waited for its threads to be scheduled: an
+# oversubscribed CPU (`pool_stalled`). Measured on this 2-core machine, 2026-11-26, eager and
+# torch.compile of the 9 CPU problems at the small size, each timed as the clean process times
+# them (interleaved with a stand-in for the candidate, `time_baselines`) then at one thread:
+# - idle, back to back: 2 threads against 1 read 0.54x-1.55x;
+# - interleaved, other sessions' builds and tests beside (load average 1.5-2.5) and no stall:
+#   1.2x-7.1x (a sleeping pool thread woken per parallel region: layer_norm eager 0.110 vs 0.016
+#   ms, mse_loss 0.281 vs 0.074 ms, sum_reduction compile 0.444 vs 0.063 ms); one honest
+#   evaluation read mse_loss eager 0.206 vs 0.064 ms (3.2x) with load average ~0.3;
+# - stalled (the same load, and 2 busy loops beside): 64x-2578x (eager relu 5.7-56 ms vs 0.02 ms,
+#   gemm_bias_relu 7.9 vs 0.056 ms, mse_loss 47.5 vs 0.065 ms); the issue's eager relu 22-42 ms vs
+#   0.011 ms; its wrong 84x-235x figures vs eager need eager ~40x its one-thread time or more.
+# 10x sits between: above every honest wake-up seen, under every stall.
+POOL_STALL_FACTOR = 10.0
+POOL_STALL_MARGIN_MS = 0.05
+
 SHORT_CALL_MS = 0.010
 """A candidate call this short is mostly launch and call overhead: at such sizes the speedup says how
 thin each side's wrapper is (torch.compile's alone costs tens of microseconds a call on a GPU), not
@@ -78,6 +95,42 @@ def untrusted_timing(timed: Mapping[str, TimedFunction], speedups: Mapping[str, 
     )
 
 
+def pool_stalled(configured_ms: float, one_thread_ms: float) -> bool:
+    """Whether a baseline's median with the configured threads is so far above its median with one
+    thread that its calls waited for the intra-op pool's threads (`POOL_STALL_FACTOR`)."""
+    return configured_ms > POOL_STALL_FACTOR * one_thread_ms and configured_ms - one_thread_ms > POOL_STALL_MARGIN_MS
+
+
+def stalled_baselines(
+    timed: Mapping[str, TimedFunction], one_thread: Mapping[str, TimingStats], threads: int = 0
+) -> str | None:
+    """Why no figure of this timing is trusted, or None: on the CPU, a baseline timed far slower
+    with the configured intra-op threads than with one thread right after, in the same process.
+    The pool's other threads waited to be scheduled on an oversubscribed CPU, and a process stays
+    in that mode across a whole timing (honest candidates read 84x-235x vs eager that way, with
+    narrow intervals, reproduced in a fresh process: both processes' eager stalled). Never a
+    rejection: the correctness verdict stands and no speedup is reported. A candidate that slowed
+    its baselines only with several threads gains nothing by it; one that slows them at one thread
+    too reads no stall here and meets the baselines' cross-check."""
+    stalled = [
+        (name, timed[name].stats.median_ms, one.median_ms)
+        for name, one in one_thread.items()
+        if name in timed and name != "candidate" and pool_stalled(timed[name].stats.median_ms, one.median_ms)
+    ]
+    if not stalled:
+        return None
+    with_threads = f"{threads} threads" if threads > 1 else "the configured threads"
+    parts = ", ".join(
+        f"{name} {many:.4f} ms a call with {with_threads}, {one:.4f} ms with one" for name, many, one in stalled
+    )
+    return (
+        f"timing not trusted: the baselines ran far slower with several intra-op threads than with one, timed right "
+        f"after in the same process ({parts}; more than {POOL_STALL_FACTOR:g}x): the thread pool waited for its threads "
+        "to be scheduled, so the CPU is oversubscribed and the speedups would be the pool's waits, not the kernel's; "
+        "rerun on an idle machine (or with --threads 1)"
+    )
+
+
 def judge_timing(report: TimingReport) -> Decision:
     """The timings, speedups and flags of a timing run, or its rejection."""
     for code, message in report.rejections:
@@ -125,7 +178,7 @@ def judge_timing(report: TimingReport) -> Decision:
         updates["speedups"] = {}
         return Decision(Verdict.REJECTED, Reason.SIDE_STREAM, hidden, flags=tuple(flags), updates=updates)
     # After every rejection above: a kernel cannot trade one for "not trusted" by making its timing noisy.
-    untrusted = untrusted_timing(timed, speedups)
+    untrusted = stalled_baselines(timed, report.one_thread, report.threads) or untrusted_timing(timed, speedups)
     if untrusted is not None:  # the verdict from the correctness phase stands; no figure is reported
         flags.append(Flag(code="device_contended", message=untrusted))
         return Decision(note=f"; {untrusted}", flags=tuple(flags), updates={**updates, "speedups": {}})
@@ -169,26 +222,77 @@ def slowed_baselines(timings: Mapping[str, TimingStats], clean: Clean) -> list[s
     return slowed
 
 
+def agree_at_one_thread(
+    names: Sequence[str], looks: Sequence[Mapping[str, TimingStats]], clean: Clean
+) -> dict[str, str]:
+    """Of `names` (baselines slower beside the candidate than in the clean process in every look
+    with the configured threads), those that agree with the clean process at one intra-op thread
+    in some look, each with its one-thread figures as text (`looks`: the candidate's process's
+    one-thread figures, one mapping per timing; the clean side's are `clean[name].one_thread`).
+
+    On an oversubscribed CPU a process's intra-op pool can stall every parallel call for seconds
+    (the issue's relu: eager 16 ms beside an honest candidate in every look, 0.054 ms in the clean
+    process); one thread has no pool to wait for. A candidate that slows its baselines (a hook, a
+    patch) slows them whatever the thread count: slower at one thread too, in every look, it is
+    not here. Each baseline answers for itself: another baseline that agrees (slowed by the load,
+    not by the candidate) explains nothing about this one (an aten::relu override sleeping 20 ms
+    must stay `baseline_tampered` when torch.compile happens to read slow beside it). A baseline
+    without one-thread figures on either side (one thread configured, the GPU, a call over
+    `timing.run.ONE_THREAD_MAX_MS`) is not here either: its configured threads' figures decide.
+    What this buys a candidate that slows its baselines only while torch has several threads: no
+    rejection, and no speedup reported either (`judge_baselines`)."""
+    agreeing: dict[str, str] = {}
+    for name in names:
+        figures = clean.get(name)
+        alone = figures.one_thread if figures is not None else None
+        if alone is None:
+            continue
+        for look in looks:
+            beside = look.get(name)
+            if beside is not None and not slowed_baselines({name: beside}, {name: alone}):
+                agreeing[name] = f"{name} {beside.median_ms:.4f} ms beside it, {alone.median_ms:.4f} ms clean"
+                break
+    return agreeing
+
+
 def judge_baselines(
-    timings: Mapping[str, TimingStats], clean: Clean, slowed: Sequence[str], still_slowed: Sequence[str]
+    timings: Mapping[str, TimingStats],
+    clean: Clean,
+    slowed: Sequence[str],
+    still_slowed: Sequence[str],
+    one_thread_agrees: Mapping[str, str] | None = None,
 ) -> Decision:
     """`slowed`: baselines slower beside the candidate than in the clean process; `still_slowed`:
     those still slower when both were timed again (a second look beside the candidate, then the
-    clean process): only a slowdown that persists is the candidate's doing."""
+    clean process): only a slowdown that persists is the candidate's doing, and (on the CPU) only
+    one that persists at one intra-op thread: `one_thread_agrees` (`agree_at_one_thread`) names
+    those of `still_slowed` that agree at one thread, with their figures: the pool's waits, no
+    rejection, no speedup reported."""
+    agrees = dict(one_thread_agrees or {})
+    tampered = [name for name in still_slowed if name not in agrees]
 
     def figures(names: Sequence[str]) -> str:
         return ", ".join(
             f"{n} {timings[n].median_ms:.4f} ms beside it, {clean[n].median_ms:.4f} ms clean" for n in names
         )
 
-    if still_slowed:
+    if tampered:
         message = (
-            f"the baselines ran slower in the candidate's process than in a clean one, both timed twice ({figures(still_slowed)}): "
-            "the candidate slowed them (a hook, a patch), which inflates its speedup"
+            f"the baselines ran slower in the candidate's process than in a clean one, both timed twice "
+            f"({figures(tampered)}): the candidate slowed them (a hook, a patch), which inflates its speedup"
         )
         return ending(Verdict.REJECTED, Reason.BASELINE_TAMPERED, message, clear_speedups=True)
-    note = (
-        f"speedups not reported: the baselines timed beside the candidate disagree with the session's clean times "
-        f"({figures(slowed)}), and not in a way timing again pinned on the candidate: the machine was busy"
-    )
+    if agrees:
+        names = [name for name in still_slowed if name in agrees]
+        note = (
+            f"speedups not reported: the baselines ran slower beside the candidate than in the clean process in every "
+            f"look ({figures(names)}), but timed with one intra-op thread they agreed ({', '.join(agrees.values())}): "
+            "the thread pool waited for its threads on an oversubscribed CPU, in the candidate's process and not in "
+            "the clean one; that is no tampering, and the speedups would be the pool's waits"
+        )
+    else:
+        note = (
+            f"speedups not reported: the baselines timed beside the candidate disagree with the session's clean times "
+            f"({figures(slowed)}), and not in a way timing again pinned on the candidate: the machine was busy"
+        )
     return Decision(note=f"; {note}", flags=(Flag(code="baselines_disagree", message=note),), clear_speedups=True)

@@ -16,6 +16,8 @@ from kernelwright.harness.verdicts import Reason, Verdict
 
 REVERIFY_SPEED_SHARE = 0.5  # the fresh run's speedup must reach this share of the first one's
 RESEED = 977  # added to the session's base seed for the fresh run's trials
+# The flags by which a timing says none of its figures is trusted (no speedup reported, no verdict).
+UNTRUSTED_FLAGS = frozenset({"device_contended", "baselines_disagree"})
 
 
 def reverify(ctx: Context, path: Path, source: str, analysis: CandidateAnalysis, result: EvalResult) -> EvalResult:
@@ -42,17 +44,33 @@ def reverify(ctx: Context, path: Path, source: str, analysis: CandidateAnalysis,
     finally:
         if fresh.oracle is not None:
             fresh.oracle.close()
+    return reverified(result, again, why, ctx.opts.suspicious_speedup)
+
+
+def reverified(result: EvalResult, again: EvalResult, why: str, suspicious_speedup: float) -> EvalResult:
+    """`result` after its re-verification in fresh processes came back as `again` (`why`: the
+    speedup that asked for it, as text)."""
+    eager = result.speedups["eager"]
     if again.verdict != Verdict.CORRECT:
         result.suspicious = f"{why}; re-verification FAILED: {again.verdict.value} ({again.message})"
         result.trials += again.trials
         return apply(result, ending(Verdict.REJECTED, Reason.UNVERIFIED_SPEEDUP, result.suspicious))
     second = again.speedups.get("eager")
+    # The fresh run's own "no figure is trusted" flags stay with the result: a busy machine during
+    # the re-verification is the answer for this run too (no speedup is reported, never a rejection).
+    untrusted = [flag for flag in again.flags if flag.code in UNTRUSTED_FLAGS]
+    result.flags.extend(untrusted)
     if second is None or second.ratio < REVERIFY_SPEED_SHARE * eager.ratio:
         # Not reproduced: the first figures are not reported. The outputs were correct in both
         # processes, so the verdict stands (a loaded machine slows a baseline as readily as a cheat
         # would); what is reported is the fresh process's timing, if it is itself unsuspicious.
-        fresh_text = f"{second.ratio:.1f}x" if second is not None else "not timed"
-        kept = second is not None and second.ratio <= ctx.opts.suspicious_speedup
+        if second is not None:
+            fresh_text = f"{second.ratio:.1f}x"
+        elif untrusted:
+            fresh_text = f"not trusted ({', '.join(sorted({flag.code for flag in untrusted}))}: {untrusted[0].message})"
+        else:
+            fresh_text = "not timed"
+        kept = second is not None and second.ratio <= suspicious_speedup and not untrusted
         result.suspicious = f"{why}; re-timed in a fresh process it was {fresh_text}: not reproduced, so " + (
             "the fresh process's timing is reported" if kept else "no speedup is reported"
         )

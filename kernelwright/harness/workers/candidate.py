@@ -391,6 +391,8 @@ class CandidateSession:
             extension_s=self.recorder.seconds - ext_before,
             extension_fastest_s=dict(self.recorder.fastest),
             extension_calls=sum(self.recorder.calls.values()) - calls_before,
+            threads=figures.threads,
+            one_thread=dict(figures.one_thread),
         )
         self._check_tampering()
         for k, (plan, output) in enumerate(kept):

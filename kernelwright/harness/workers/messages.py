@@ -162,6 +162,12 @@ class TimingReport(Report):
     extension_calls: int = 0
     rejections: list[Rejection] = Field(default_factory=list)
     timed_outputs: list[OutputFile] = Field(default_factory=list)
+    threads: int = 0  # the intra-op threads the timing ran with (0: not reported)
+    one_thread: dict[str, TimingStats] = Field(
+        default_factory=dict,
+        description="The baselines timed again with one intra-op thread right after (`timing.run.time_one_thread`; "
+        "CPU only, more than one thread configured): what `judge.timing` compares the timing with.",
+    )
 
 
 class ReferenceTrial(BaseModel):
@@ -201,11 +207,14 @@ class CompareReport(Report):
 
 
 class CleanFigures(BaseModel):
-    """A baseline's figures timed in the reference's process (never ran candidate code)."""
+    """A baseline's figures timed in the reference's process (never ran candidate code), and the
+    same baseline timed again there with one intra-op thread (None: not taken, as in the
+    candidate's worker: `timing.run.time_one_thread`)."""
 
     median_ms: float = 0.0
     ci_low_ms: float = 0.0
     ci_high_ms: float = 0.0
+    one_thread: CleanFigures | None = None
 
 
 class BaselinesReport(Report):

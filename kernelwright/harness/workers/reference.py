@@ -261,7 +261,7 @@ def serve(job: WorkerJob, chan: Channel) -> None:
             spacer = float(argument or 0.0)
             made = prepared if prepared is not None else prepare_baselines(job, oracle.inst)  # not kept
             times = time_baselines(job, made, spacer_ms=spacer)
-            report = BaselinesReport(times={name: CleanFigures(**figures) for name, figures in times.items()})
+            report = BaselinesReport(times={name: CleanFigures.model_validate(f) for name, f in times.items()})
             chan.report("baselines", report)
         else:
             return
