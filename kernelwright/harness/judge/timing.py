@@ -127,7 +127,7 @@ def stalled_baselines(
         f"timing not trusted: the baselines ran far slower with several intra-op threads than with one, timed right "
         f"after in the same process ({parts}; more than {POOL_STALL_FACTOR:g}x): the thread pool waited for its threads "
         "to be scheduled, so the CPU is oversubscribed and the speedups would be the pool's waits, not the kernel's; "
-        "rerun on an idle machine (or with --threads 1)"
+        "rerun on an idle machine (or with one intra-op thread, `batch --threads 1`)"
     )
 
 
