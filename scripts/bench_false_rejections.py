@@ -219,7 +219,7 @@ def run(args: argparse.Namespace) -> bool:
                 problem = resolve_problem(case.problem)
                 with (
                     tempfile.TemporaryDirectory(prefix="kw-fr-") as tmp,
-                    EvalSession(problem, opts, warm=True) as session,
+                    EvalSession(problem, opts, warm=True, spares=args.spares) as session,
                 ):
                     # One copy of the file, evaluated again and again: what the agent does when it
                     # re-evaluates a kernel it has not changed (the build is cached after repeat 0).
@@ -244,6 +244,9 @@ def run(args: argparse.Namespace) -> bool:
                             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                         }
                         start = time.monotonic()
+                        # the repeats still to come: with --spares N their workers start ahead
+                        # (up to N at once, as memory allows), as a batch's do
+                        session.coming = len(todo) - todo.index(repeat) - 1
                         try:
                             result = session.evaluate([copy])[0]
                             record = record_of(result, base, time.monotonic() - start)
@@ -382,6 +385,14 @@ def main() -> None:
     parser.add_argument("--baselines", default="eager,compile")
     parser.add_argument("--policy", default="strict", choices=("strict", "engineering"))
     parser.add_argument("--cache-dir", type=Path, default=RUNS / "cache", help="build and inductor caches")
+    parser.add_argument(
+        "--spares",
+        type=int,
+        default=1,
+        help="candidate workers started ahead (a batch's look-ahead; default 1): with more, the next "
+        "repeats' workers import torch and compile their baselines while this one is judged, and each "
+        "timing still runs alone (the others are paused)",
+    )
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     parser.add_argument("--report", type=Path, default=None, help="print the table of this results file and exit")
     args = parser.parse_args()

@@ -26,6 +26,10 @@ REPEATS=${REPEATS:-6}
 STRESS_REPEATS=${STRESS_REPEATS:-4}
 SPREAD=${SPREAD:-20}
 STRESS=${STRESS:-14}
+# Workers started ahead per GPU process: a warm evaluation on an H200 spent ~10 s starting its
+# worker (interpreter, torch, CUDA, the baselines' torch.compile) against ~2 s judged; with 3 ahead
+# the next repeats' workers start while one is judged (each timing still alone on its GPU).
+SPARES=${SPARES:-3}
 IDLE_MIN=${IDLE_MIN:-5.2}
 STRESS_MIN=${STRESS_MIN:-3.2}
 PIECES=${PIECES:-idle stress}
@@ -55,7 +59,7 @@ for piece in $PIECES; do
     for g in $(seq 0 $((n - 1))); do
         (
             export CUDA_VISIBLE_DEVICES=$g
-            common=(--stress "$stress" --cache-dir "$RES/cache-gpu$g" --out "$RES/gpu$g-$piece.jsonl")
+            common=(--stress "$stress" --spares "$SPARES" --cache-dir "$RES/cache-gpu$g" --out "$RES/gpu$g-$piece.jsonl")
             left=$minutes
             if [ "$g" -eq 0 ] && [ "$piece" = idle ]; then
                 "${bench[@]}" "${common[@]}" --only "$spread_case" --repeats "$SPREAD" --size small --size default \
