@@ -68,13 +68,18 @@ KEPT_BASELINES_BYTES = 256 << 20
 KEPT_BASELINES_SHARE = 1 / 16
 
 
+def timing_sets(input_bytes: int, opts: EvalOptions) -> int:
+    """How many input sets a timing rotates through (`timing.run.InputPool`): its plan's count,
+    fewer where they would pass its memory budget."""
+    return min(opts.timing_plan.input_sets, max(1, opts.timing_plan.memory_budget_bytes // max(input_bytes, 1)))
+
+
 def kept_baselines_bytes(footprint: Footprint, opts: EvalOptions) -> int:
     """What the reference's process holds when it keeps the baselines it prepared: the timing's
     input sets and one output."""
     inputs = footprint.largest_input_bytes
     outputs = footprint.output_bytes if footprint.output_bytes is not None else inputs
-    sets = min(opts.timing_plan.input_sets, max(1, opts.timing_plan.memory_budget_bytes // max(inputs, 1)))
-    return sets * inputs + outputs + footprint.param_bytes
+    return timing_sets(inputs, opts) * inputs + outputs + footprint.param_bytes
 
 
 def keeps_baselines_on_host(footprint: Footprint, opts: EvalOptions, available: int | None) -> bool:
@@ -92,7 +97,7 @@ def estimate(
     outputs = footprint.output_bytes if footprint.output_bytes is not None else inputs
     params = footprint.param_bytes
     trials = len(plan_trials(opts.trials, len(footprint.variants), 0))
-    timing_sets = min(opts.timing_plan.input_sets, max(1, opts.timing_plan.memory_budget_bytes // max(inputs, 1)))
+    sets = timing_sets(inputs, opts)
     on_host = opts.device == "cpu"
     held = trials * outputs
     if on_host and available is not None:
@@ -103,19 +108,18 @@ def estimate(
         # fp32 and fp64 runs (inputs and outputs in both), a comparison in fp64 (both sides, and
         # the candidate's output read in), or timing the clean baselines on their input sets,
         # whichever is largest; the model in fp64
-        "reference worker": max(3 * inputs + 3 * outputs, 5 * outputs, (timing_sets + 1) * inputs + 2 * outputs)
-        + 3 * params
+        "reference worker": max(3 * inputs + 3 * outputs, 5 * outputs, (sets + 1) * inputs + 2 * outputs) + 3 * params
         if on_host
         else 2 * inputs + outputs,
-        "candidate worker": (timing_sets + 2) * inputs + 3 * outputs + 2 * params if on_host else 2 * inputs + outputs,
+        "candidate worker": (sets + 2) * inputs + 3 * outputs + 2 * params if on_host else 2 * inputs + outputs,
         "overhead": FIXED_OVERHEAD_BYTES,
     }
     if on_host and opts.timing and opts.baselines and keeps_baselines_on_host(footprint, opts, available):
         parts["kept baselines"] = kept_baselines_bytes(footprint, opts)
     # a candidate's worker, and the reference's held outputs and the baselines it prepares after
     # the reference and keeps for the session (`phases.reference.prepare_baselines`)
-    kept = timing_sets * inputs + outputs if opts.timing else 0
-    device = 0 if on_host else (timing_sets + 2) * inputs + 4 * outputs + 3 * params + held + kept
+    kept = sets * inputs + outputs if opts.timing else 0
+    device = 0 if on_host else (sets + 2) * inputs + 4 * outputs + 3 * params + held + kept
     return MemoryEstimate(parts, device)
 
 
