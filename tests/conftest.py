@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from kernelwright import fastext
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if torch.cuda.is_available():
@@ -35,4 +37,7 @@ def _isolated_locations(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, shared_
     # No precompiled torch header (a minute and ~800 MB to prepare): the suite builds few C++
     # extensions; tests/harness/test_build_headers.py turns it on where it is the subject.
     monkeypatch.setenv("KERNELWRIGHT_PCH", "0")
+    # A test that loads a candidate in its own process routes fastext's builds into its cache;
+    # the next test in this process must start from fastext's defaults again.
+    monkeypatch.setattr(fastext, "_HOOKS", fastext._Hooks())
     monkeypatch.chdir(tmp_path)
