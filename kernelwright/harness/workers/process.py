@@ -35,7 +35,8 @@ from kernelwright.errors import EnvironmentProblem
 from kernelwright.harness.sandbox import confine
 from kernelwright.harness.sandbox.isolation import MODE_VAR, Isolation, redact, scrubbed_env
 from kernelwright.harness.verdicts import Reason
-from kernelwright.harness.workers import live
+from kernelwright.harness.workers import forkserver, live
+from kernelwright.harness.workers.forkserver import ForkedProcess
 from kernelwright.harness.workers.jobs import WorkerJob, WorkerMessage
 from kernelwright.harness.workers.live import kill_tree
 
@@ -142,6 +143,38 @@ def refuse_unless_isolated(mode: str, *, cuda: bool = False) -> None:
         )
 
 
+def _start(
+    job: WorkerJob, job_file: Path, env: dict[str, str], log_file: IO[bytes], child_fds: tuple[int, ...]
+) -> subprocess.Popen[bytes] | ForkedProcess:
+    """The worker's process: forked from a server that has torch imported already where that is
+    on (`forkserver.py`), else started afresh; the same program, environment and descriptors
+    either way, in a session of its own (a timeout kills its compilers too)."""
+    if forkserver.forking_for(job.device):
+        stdin_r, stdin_w = os.pipe()
+        stdout_r, stdout_w = os.pipe()
+        fds = [stdin_r, stdout_w, log_file.fileno(), *child_fds]
+        try:
+            forked = forkserver.spawn(["kernelwright-worker", str(job_file)], env, fds, [0, 1, 2, *child_fds])
+        finally:
+            os.close(stdin_r)
+            os.close(stdout_w)
+        if forked is not None:
+            forked.stdin = open(stdin_w, "wb")  # noqa: SIM115 (the worker's stdin, for its life)
+            forked.stdout = open(stdout_r, "rb")  # noqa: SIM115
+            return forked
+        os.close(stdin_w)
+        os.close(stdout_r)
+    return subprocess.Popen(
+        [sys.executable, "-m", "kernelwright.harness.workers.main", str(job_file)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=log_file,
+        env=env,
+        pass_fds=child_fds,
+        start_new_session=True,
+    )
+
+
 class WorkerProcess:
     """One worker subprocess. `expect(phase, timeout)` waits for that phase's result."""
 
@@ -183,15 +216,7 @@ class WorkerProcess:
             child_fds = self.builds.child_fds
             child_env.update(self.builds.env)
         try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "kernelwright.harness.workers.main", str(job_file)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=self._log,
-                env=child_env,
-                pass_fds=child_fds,
-                start_new_session=True,  # its own process group: a timeout kills compiler children too
-            )
+            self.proc = _start(job, job_file, child_env, self._log, child_fds)
         finally:
             for fd in child_fds:  # the worker's ends: ours would keep its pipes open after it exits
                 os.close(fd)

@@ -1,0 +1,271 @@
+"""Workers forked from a process that has already imported torch (`zygote.py`), instead of each
+one importing it afresh: on a 2-core CPU a worker's start was ~6 s of imports and torch.compile's
+first use before any candidate code ran, in every candidate's process.
+
+One fork server per environment a worker starts with (less what is the worker's own: HOME,
+TMPDIR, its extension and CUDA caches, its build step's descriptors), since some of it is read
+once, at import (OMP_NUM_THREADS by OpenMP, inductor's settings). A server starts when the first
+worker of its environment is asked for and lives while this process does; at most
+`MAX_SERVERS` at once (each holds torch in memory, ~0.5 GB), the least recently used idle one
+giving way. Whatever goes wrong with a server (it cannot start, it died) is logged and the
+worker is started the old way, so forking only ever saves time.
+
+`KERNELWRIGHT_FORKSERVER`: "cpu" (the default) forks CPU workers; "all" CUDA workers too (the
+children start the driver after the fork; not yet measured on a GPU host); "0" never.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import logging
+import os
+import queue
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+log = logging.getLogger(__name__)
+
+FORK_VAR = "KERNELWRIGHT_FORKSERVER"
+ZYGOTE_MODULE = "kernelwright.harness.workers.zygote"
+# A worker's own entries of its environment (`process.py`, `building/link.py`): never a reason
+# for another server.
+OWN_VARS = frozenset({"HOME", "TMPDIR", "TORCH_EXTENSIONS_DIR", "CUDA_CACHE_PATH", "KERNELWRIGHT_BUILD_FDS"})
+MAX_SERVERS = 2
+START_TIMEOUT_S = 300.0  # imports and one compile; a cold inductor cache on a slow disk included
+REPLY_TIMEOUT_S = 30.0
+_LOST = 1  # the exit code of a child whose server died before reporting it
+
+
+class ForkUnavailable(RuntimeError):
+    """The server cannot fork now (it failed to start, or died): start the worker the old way."""
+
+
+def forking_for(device: str) -> bool:
+    """Whether a worker for `device` is forked (`KERNELWRIGHT_FORKSERVER`, Linux only)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    mode = os.environ.get(FORK_VAR, "cpu").strip().lower()
+    if mode in ("0", "off", "no", "false", "never"):
+        return False
+    return mode == "all" or device == "cpu"
+
+
+class ForkServer:
+    """One zygote process and the line to it; `fork` starts a worker from it."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="kernelwright-zygote-"))
+        (self.folder / "home").mkdir()
+        (self.folder / "tmp").mkdir()
+        env = dict(env) | {"HOME": str(self.folder / "home"), "TMPDIR": str(self.folder / "tmp")}
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.log_path = self.folder / "zygote.log"
+        with open(self.log_path, "ab") as log_file:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", ZYGOTE_MODULE, str(theirs.fileno())],
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=log_file,
+                env=env,
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,
+            )
+        theirs.close()
+        self._sock = ours
+        self._send_lock = threading.Lock()
+        self._fork_lock = threading.Lock()  # one fork request at a time: replies come in order
+        self._replies: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._ready = threading.Event()
+        self._state = threading.Condition()
+        self._codes: dict[int, int] = {}  # child pid -> exit code, once it ended
+        self._children: set[int] = set()
+        self.dead: str | None = None  # why the server is unusable
+        self.last_used = time.monotonic()
+        threading.Thread(target=self._read, daemon=True, name="kernelwright-forkserver").start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = self._sock.recv(1 << 16)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            message = json.loads(data)
+            op = message.get("op")
+            if op == "ready":
+                self._ready.set()
+            elif op == "unusable":
+                self.dead = f"it could not start: {message.get('error', '')}"
+                break
+            elif op in ("forked", "failed"):
+                self._replies.put(message)
+            elif op == "exit":
+                pid = int(message["pid"])
+                with self._state:
+                    self._codes[pid] = int(message["code"])
+                    self._state.notify_all()
+                self._send({"op": "reap", "pid": pid})
+        with self._state:
+            self.dead = self.dead or "its process ended"
+            for pid in self._children:
+                self._codes.setdefault(pid, _LOST)
+            self._state.notify_all()
+        self._ready.set()
+        self._replies.put({"op": "failed", "error": self.dead})
+
+    def _send(self, message: dict[str, Any], fds: list[int] | None = None) -> None:
+        with self._send_lock:
+            if fds:
+                socket.send_fds(self._sock, [json.dumps(message).encode()], fds)
+            else:
+                self._sock.send(json.dumps(message).encode())
+
+    def fork(self, argv: list[str], env: dict[str, str], fds: list[int], targets: list[int]) -> ForkedProcess:
+        """A worker running `kernelwright.harness.workers.main` with `argv`, `env` and the
+        descriptors `fds` at the numbers `targets` (0, 1, 2 first); raises ForkUnavailable."""
+        if not self._ready.wait(START_TIMEOUT_S) or self.dead is not None:
+            raise ForkUnavailable(self.dead or f"it did not start within {START_TIMEOUT_S:.0f} s")
+        self.last_used = time.monotonic()
+        request = {"op": "fork", "argv": argv, "env": env, "cwd": os.getcwd(), "targets": targets}
+        with self._fork_lock:
+            try:
+                self._send(request, fds)
+            except OSError as exc:
+                raise ForkUnavailable(f"its line broke: {exc}") from exc
+            try:
+                reply = self._replies.get(timeout=REPLY_TIMEOUT_S)
+            except queue.Empty as exc:
+                raise ForkUnavailable(f"no answer within {REPLY_TIMEOUT_S:.0f} s") from exc
+            if reply.get("op") != "forked":
+                raise ForkUnavailable(str(reply.get("error", "the fork failed")))
+            pid = int(reply["pid"])
+            with self._state:
+                if self.dead is not None:  # it died right after forking: the child is on its own
+                    self._codes.setdefault(pid, _LOST)
+                self._children.add(pid)
+        return ForkedProcess(self, pid)
+
+    def returncode(self, pid: int) -> int | None:
+        with self._state:
+            return self._codes.get(pid)
+
+    def wait(self, pid: int, timeout: float | None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._state:
+            while pid not in self._codes:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise subprocess.TimeoutExpired(f"forked worker {pid}", timeout or 0.0)
+                self._state.wait(remaining)
+            return self._codes[pid]
+
+    def busy(self) -> bool:
+        with self._state:
+            return any(pid not in self._codes for pid in self._children)
+
+    def stop(self) -> None:
+        """End the server (its children, if any, keep running and end with their stdin)."""
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
+        self._sock.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def log_tail(self, limit: int = 2000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-limit:]
+        except OSError:
+            return ""
+
+
+class ForkedProcess:
+    """What `WorkerProcess` needs of a `subprocess.Popen`, for a worker forked by a server."""
+
+    def __init__(self, server: ForkServer, pid: int) -> None:
+        self.server = server
+        self.pid = pid
+        self.stdin: IO[bytes] | None = None
+        self.stdout: IO[bytes] | None = None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.server.returncode(self.pid)
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self.server.wait(self.pid, timeout)
+
+
+_SERVERS: dict[tuple[tuple[str, str], ...], ForkServer] = {}
+_FAILED: set[tuple[tuple[str, str], ...]] = set()  # environments whose server could not start
+_LOCK = threading.Lock()
+
+
+def _key(env: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, v) for k, v in env.items() if k not in OWN_VARS))
+
+
+def server_for(env: dict[str, str]) -> ForkServer | None:
+    """The running server for `env` (started now if there is none); None where that environment's
+    server failed before, or every server slot holds a busy server."""
+    key = _key(env)
+    with _LOCK:
+        if key in _FAILED:
+            return None
+        server = _SERVERS.get(key)
+        if server is not None and server.dead is None:
+            return server
+        if server is not None:
+            _SERVERS.pop(key)
+        if len(_SERVERS) >= MAX_SERVERS:
+            idle = [k for k, s in _SERVERS.items() if not s.busy()]
+            if not idle:
+                return None
+            oldest = min(idle, key=lambda k: _SERVERS[k].last_used)
+            _SERVERS.pop(oldest).stop()
+        server = ForkServer(dict(key))
+        _SERVERS[key] = server
+        return server
+
+
+def spawn(argv: list[str], env: dict[str, str], fds: list[int], targets: list[int]) -> ForkedProcess | None:
+    """Fork a worker from the server for `env`; None when it cannot (start it the old way)."""
+    server = server_for(env)
+    if server is None:
+        return None
+    try:
+        return server.fork(argv, env, fds, targets)
+    except ForkUnavailable as exc:
+        log.warning("the fork server cannot start workers (%s); starting them afresh\n%s", exc, server.log_tail())
+        with _LOCK:
+            if _SERVERS.get(_key(env)) is server:
+                _SERVERS.pop(_key(env))
+            _FAILED.add(_key(env))
+        server.stop()
+        return None
+
+
+@atexit.register
+def stop_all() -> None:
+    """End every server (at exit, and for tests)."""
+    with _LOCK:
+        servers = list(_SERVERS.values())
+        _SERVERS.clear()
+    for server in servers:
+        server.stop()

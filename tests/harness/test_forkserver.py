@@ -1,0 +1,200 @@
+"""Workers forked from the fork server (`harness/workers/forkserver.py`, `zygote.py`): what a
+candidate sees in a forked worker is what it would see in a worker started afresh (its own
+environment, descriptors 0-2 and nothing else, no line back to the server), exits and deaths
+read as Popen's, and a server that cannot start costs nothing but its time."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelwright.harness.session import evaluate
+from kernelwright.harness.verdicts import Reason
+from kernelwright.harness.workers import forkserver
+from kernelwright.harness.workers.process import classify_death
+from kernelwright.problems import resolve_problem
+from tests.candidates import harness_options, write_case
+from tests.candidates.cpu_kit import HEADER
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork server is Linux only")
+
+# An honest relu that, at import, reports what its process holds and tries every way back to
+# the process it was forked from: a socket among its descriptors, the parent's descriptors
+# through /proc. Anything it reaches, it asks for an unconfined process writing a marker.
+PROBE = """
+import json, os, socket
+
+def _probe():
+    fds = {}
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            fds[name] = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:
+            pass
+    ppid = os.getppid()
+    try:
+        with open(f"/proc/{ppid}/cmdline", "rb") as f:
+            parent = f.read().replace(b"\\0", b" ").decode()
+    except OSError as exc:
+        parent = f"unreadable: {exc}"
+    reached = []
+    request = json.dumps({"op": "fork", "argv": ["x", "/nonexistent"], "env": {}, "cwd": "/",
+                          "targets": [0, 1, 2]}).encode()
+    for name, target in fds.items():
+        if target.startswith("socket:"):
+            try:
+                with socket.socket(fileno=os.dup(int(name))) as s:
+                    s.send(request)
+                    reached.append(f"own fd {name}")
+            except OSError:
+                pass
+    try:
+        for name in os.listdir(f"/proc/{ppid}/fd"):
+            try:
+                fd = os.open(f"/proc/{ppid}/fd/{name}", os.O_RDWR)
+                reached.append(f"parent fd {name}")
+                os.close(fd)
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return {"fds": fds, "parent": parent, "reached": reached, "home": os.environ.get("HOME"),
+            "tmpdir": os.environ.get("TMPDIR"), "env": dict(os.environ), "pgid": os.getpgid(0) == os.getpid()}
+
+print("FORKPROBE " + json.dumps(_probe()))
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return kit.relu_forward(x)
+"""
+
+
+def _probe_report(log: Path) -> dict[str, Any]:
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith("FORKPROBE "):
+            return dict(json.loads(line.removeprefix("FORKPROBE ")))
+    raise AssertionError(f"no probe line in {log}")
+
+
+def test_a_forked_worker_holds_only_its_own_descriptors_and_environment(tmp_path: Path, shared_home: Path) -> None:
+    path = write_case(tmp_path / "cases", "probes_its_process", HEADER + PROBE)
+    out = tmp_path / "evidence"
+    [result] = evaluate(resolve_problem("relu"), [path], harness_options(shared_home, "cpu", out_dir=out))
+    assert result.verdict.value == "correct", result.message
+    seen = _probe_report(out / path.stem / "build-and-run.log")
+    # forked, not started afresh: the test would pass without the server otherwise
+    assert "kernelwright.harness.workers.zygote" in seen["parent"], seen["parent"]
+    assert seen["reached"] == [], seen["reached"]
+    sockets = {fd: target for fd, target in seen["fds"].items() if target.startswith("socket:")}
+    assert sockets == {}, seen["fds"]
+    assert seen["pgid"]  # a session of its own: a timeout's group kill reaches its compilers
+    assert seen["home"].endswith("/home") and "kernelwright-zygote" not in seen["home"]
+    assert not any("kernelwright-zygote" in value for value in seen["env"].values()), seen["env"]
+    assert result.isolation is not None and result.isolation.env == "scrubbed"
+
+
+@pytest.fixture
+def server_env(shared_home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "VIRTUAL_ENV", "LANG")}
+    return env | {"TORCHINDUCTOR_COMPILE_THREADS": "1", "TORCHINDUCTOR_CACHE_DIR": str(shared_home / "inductor-cache")}
+
+
+def _spawn(env: dict[str, str], job: str, log: Path) -> tuple[forkserver.ForkedProcess, int]:
+    stdin_r, stdin_w = os.pipe()
+    stdout_r, stdout_w = os.pipe()
+    with open(log, "ab") as log_file:
+        forked = forkserver.spawn(["kernelwright-worker", job], env, [stdin_r, stdout_w, log_file.fileno()], [0, 1, 2])
+    os.close(stdin_r)
+    os.close(stdout_w)
+    os.close(stdout_r)
+    assert forked is not None
+    return forked, stdin_w
+
+
+def test_exits_and_deaths_read_as_popen_s(tmp_path: Path, server_env: dict[str, str]) -> None:
+    try:
+        crashed, stdin = _spawn(server_env, str(tmp_path / "missing.json"), tmp_path / "crash.log")
+        assert crashed.wait(60) == 1  # the worker's exception, as an interpreter exits on one
+        os.close(stdin)
+        assert "missing.json" in (tmp_path / "crash.log").read_text()
+        assert crashed.poll() == 1
+        fifo = tmp_path / "fifo.json"
+        os.mkfifo(fifo)  # opening it blocks: the worker waits there until it is killed
+        blocked, stdin = _spawn(server_env, str(fifo), tmp_path / "blocked.log")
+        with pytest.raises(Exception, match="timed out"):
+            blocked.wait(0.5)
+        assert blocked.poll() is None
+        os.kill(blocked.pid, signal.SIGKILL)
+        code = blocked.wait(30)
+        os.close(stdin)
+        assert code == -signal.SIGKILL
+        assert classify_death(code, "")[0] == Reason.OUT_OF_MEMORY  # as for a worker started afresh
+        deadline = time.monotonic() + 10  # reaped once told: no zombie left behind
+        while Path(f"/proc/{blocked.pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not Path(f"/proc/{blocked.pid}").exists()
+    finally:
+        forkserver.stop_all()
+
+
+def test_a_server_that_cannot_start_leaves_workers_to_start_afresh(
+    tmp_path: Path, server_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(forkserver, "ZYGOTE_MODULE", "kernelwright.no_such_module")
+    env = server_env | {"KERNELWRIGHT_TEST_KEY": str(tmp_path)}
+    r, w = os.pipe()
+    try:
+        assert forkserver.spawn(["x", "job.json"], env, [r, w, 2], [0, 1, 2]) is None
+        assert "cannot start workers" in caplog.text
+        assert forkserver.server_for(env) is None  # not tried again for this environment
+    finally:
+        os.close(r)
+        os.close(w)
+        forkserver.stop_all()
+        forkserver._FAILED.clear()
+
+
+def test_forking_is_chosen_per_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(forkserver.FORK_VAR, raising=False)
+    assert forkserver.forking_for("cpu") and not forkserver.forking_for("cuda")
+    monkeypatch.setenv(forkserver.FORK_VAR, "all")
+    assert forkserver.forking_for("cuda")
+    monkeypatch.setenv(forkserver.FORK_VAR, "0")
+    assert not forkserver.forking_for("cpu")
+
+
+class _Stub:
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env, self.dead, self.stopped, self.children = env, None, False, False
+        self.last_used = time.monotonic()
+
+    def busy(self) -> bool:
+        return self.children
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def test_servers_are_kept_per_environment_and_an_idle_one_gives_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(forkserver, "ForkServer", _Stub)
+    monkeypatch.setattr(forkserver, "_SERVERS", {})
+    one = forkserver.server_for({"OMP_NUM_THREADS": "1", "HOME": "/a"})
+    assert forkserver.server_for({"OMP_NUM_THREADS": "1", "HOME": "/b", "TMPDIR": "/t"}) is one  # own entries differ
+    two = forkserver.server_for({"OMP_NUM_THREADS": "2"})
+    assert two is not one and len(forkserver._SERVERS) == 2
+    one.children = True  # type: ignore[union-attr]
+    three = forkserver.server_for({"OMP_NUM_THREADS": "3"})
+    assert two.stopped and not one.stopped and three is not None  # type: ignore[union-attr]
+    three.children = True  # type: ignore[union-attr]
+    assert forkserver.server_for({"OMP_NUM_THREADS": "4"}) is None  # every slot busy: start afresh
