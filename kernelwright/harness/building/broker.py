@@ -54,6 +54,9 @@ _MAX_REQUEST = 64 << 20  # one request line: sources of an extension, far below 
 _LOG_TAIL = 20_000
 
 
+CLOSE_WAIT_S = 10.0  # at most, for killed builds' requests to end (`BuildBroker.close`)
+
+
 class _Builder:
     """One builder process, registered with `live` (Ctrl-C ends it; a timing phase pauses it)."""
 
@@ -114,6 +117,8 @@ class BuildBroker:
         self._builders: set[_Builder] = set()
         self._lock = threading.Lock()
         self._closed = False
+        self._handling = threading.Condition()  # requests being answered (each holds its key's lock)
+        self._active = 0
 
     def serve(self, request_fd: int, reply_fd: int) -> None:
         """Answer requests (one JSON line each) until the worker closes its end."""
@@ -126,11 +131,17 @@ class BuildBroker:
                 if len(raw) > _MAX_REQUEST:
                     answer: dict[str, Any] = {"ok": False, "log": "build request too large"}
                 else:
+                    with self._handling:
+                        self._active += 1
                     try:
                         answer = self.handle(json.loads(raw))
                     except Exception as exc:  # a malformed request is the candidate's problem, not ours
                         log.debug("build request refused", exc_info=True)
                         answer = {"ok": False, "log": f"build request refused: {type(exc).__name__}: {exc}"}
+                    finally:
+                        with self._handling:
+                            self._active -= 1
+                            self._handling.notify_all()
                 replies.write(json.dumps(answer).encode() + b"\n")
                 replies.flush()
         except OSError:
@@ -299,6 +310,11 @@ class BuildBroker:
             builders = list(self._builders)
         for builder in builders:
             builder.kill()
+        # A killed build's request still holds its key's lock until its answer is made: let it
+        # end, so whoever clears the dead builds' leftovers next (a session closing) finds the
+        # key free and torch's lock file removable.
+        with self._handling:
+            self._handling.wait_for(lambda: self._active == 0, timeout=CLOSE_WAIT_S)
 
 
 def open_channel(broker: BuildBroker) -> tuple[dict[str, str], tuple[int, int], Callable[[], None]]:

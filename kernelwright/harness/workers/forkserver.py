@@ -29,8 +29,11 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
+
+from kernelwright.harness.workers import live
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +45,7 @@ OWN_VARS = frozenset({"HOME", "TMPDIR", "TORCH_EXTENSIONS_DIR", "CUDA_CACHE_PATH
 MAX_SERVERS = 2
 START_TIMEOUT_S = 300.0  # imports and one compile; a cold inductor cache on a slow disk included
 REPLY_TIMEOUT_S = 30.0
+T = TypeVar("T")
 _LOST = 1  # the exit code of a child whose server died before reporting it
 
 
@@ -59,8 +63,57 @@ def forking_for(device: str) -> bool:
     return mode == "all" or device == "cpu"
 
 
+class _Launcher:
+    """A thread made when this module is imported (by the main thread, before any thread that
+    lowers its priority or pins itself to build cores exists), that starts every server: a
+    process inherits the nice value and cores of the thread that starts it, and a server's
+    children could not undo a higher nice value than the caller's."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.Queue[tuple[Callable[[], Any], queue.Queue[tuple[bool, Any]]]] = queue.Queue()
+        threading.Thread(target=self._serve, daemon=True, name="kernelwright-forkserver-launcher").start()
+
+    def _serve(self) -> None:
+        while True:
+            job, answer = self._jobs.get()
+            try:
+                answer.put((True, job()))
+            except BaseException as exc:  # handed back to the caller
+                answer.put((False, exc))
+
+    def run(self, job: Callable[[], T]) -> T:
+        answer: queue.Queue[tuple[bool, Any]] = queue.Queue()
+        self._jobs.put((job, answer))
+        ok, value = answer.get()
+        if not ok:
+            raise value
+        return value  # type: ignore[no-any-return]
+
+
+_LAUNCHER = _Launcher()
+
+
+def _caller_placement() -> tuple[list[int], int]:
+    """The calling thread's cores and nice value (Linux keeps both per thread): what a process
+    it started with Popen would have had."""
+    return sorted(os.sched_getaffinity(0)), os.getpriority(os.PRIO_PROCESS, 0)
+
+
+def _state(pid: int) -> str:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat[stat.rfind(")") + 2 :][:1]
+
+
 class ForkServer:
-    """One zygote process and the line to it; `fork` starts a worker from it."""
+    """One zygote process and the line to it; `fork` starts a worker from it. It is a live
+    process of this harness (`live.py`): a timing phase stops it (not its children, the workers,
+    which the phase pauses or keeps itself), so no worker is forked beside a measurement."""
+
+    pausable = True
+    alone = True  # `live.quiet` stops this process, not the tree below it
 
     def __init__(self, env: dict[str, str]) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="kernelwright-zygote-"))
@@ -70,16 +123,19 @@ class ForkServer:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.log_path = self.folder / "zygote.log"
         with open(self.log_path, "ab") as log_file:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", ZYGOTE_MODULE, str(theirs.fileno())],
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=log_file,
-                env=env,
-                pass_fds=(theirs.fileno(),),
-                start_new_session=True,
+            self.proc = _LAUNCHER.run(
+                lambda: subprocess.Popen(
+                    [sys.executable, "-m", ZYGOTE_MODULE, str(theirs.fileno())],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log_file,
+                    stderr=log_file,
+                    env=env,
+                    pass_fds=(theirs.fileno(),),
+                    start_new_session=True,
+                )
             )
         theirs.close()
+        self.pid = self.proc.pid
         self._sock = ours
         self._send_lock = threading.Lock()
         self._fork_lock = threading.Lock()  # one fork request at a time: replies come in order
@@ -91,6 +147,7 @@ class ForkServer:
         self.dead: str | None = None  # why the server is unusable
         self.last_used = time.monotonic()
         threading.Thread(target=self._read, daemon=True, name="kernelwright-forkserver").start()
+        live.add(self)
 
     def _read(self) -> None:
         while True:
@@ -133,19 +190,27 @@ class ForkServer:
     def fork(self, argv: list[str], env: dict[str, str], fds: list[int], targets: list[int]) -> ForkedProcess:
         """A worker running `kernelwright.harness.workers.main` with `argv`, `env` and the
         descriptors `fds` at the numbers `targets` (0, 1, 2 first); raises ForkUnavailable."""
-        if not self._ready.wait(START_TIMEOUT_S) or self.dead is not None:
+        if not self._patiently(self._ready.wait, START_TIMEOUT_S) or self.dead is not None:
             raise ForkUnavailable(self.dead or f"it did not start within {START_TIMEOUT_S:.0f} s")
         self.last_used = time.monotonic()
-        request = {"op": "fork", "argv": argv, "env": env, "cwd": os.getcwd(), "targets": targets}
+        cpus, nice = _caller_placement()
+        request: dict[str, Any] = {"op": "fork", "argv": argv, "env": env, "cwd": os.getcwd(), "targets": targets}
+        request |= {"cpus": cpus, "nice": nice}
         with self._fork_lock:
             try:
                 self._send(request, fds)
             except OSError as exc:
                 raise ForkUnavailable(f"its line broke: {exc}") from exc
-            try:
-                reply = self._replies.get(timeout=REPLY_TIMEOUT_S)
-            except queue.Empty as exc:
-                raise ForkUnavailable(f"no answer within {REPLY_TIMEOUT_S:.0f} s") from exc
+            replies: list[dict[str, Any]] = []
+
+            def answered(timeout: float) -> bool:
+                with contextlib.suppress(queue.Empty):
+                    replies.append(self._replies.get(timeout=timeout))
+                return bool(replies)
+
+            if not self._patiently(answered, REPLY_TIMEOUT_S):
+                raise ForkUnavailable(f"no answer within {REPLY_TIMEOUT_S:.0f} s")
+            reply = replies[0]
             if reply.get("op") != "forked":
                 raise ForkUnavailable(str(reply.get("error", "the fork failed")))
             pid = int(reply["pid"])
@@ -154,6 +219,23 @@ class ForkServer:
                     self._codes.setdefault(pid, _LOST)
                 self._children.add(pid)
         return ForkedProcess(self, pid)
+
+    def _patiently(self, wait: Callable[[float], bool], limit_s: float) -> bool:
+        """`wait(slice)` until it is True, for at most `limit_s` of the server's running time: a
+        timing phase that stops it (`live.quiet`) does not count. An interrupt ends the wait."""
+        waited = 0.0
+        while waited < limit_s:
+            if live.interrupted():
+                raise KeyboardInterrupt("interrupted: no new worker starts")
+            start = time.monotonic()
+            if wait(0.5):
+                return True
+            if _state(self.pid) not in ("T", "t"):
+                waited += time.monotonic() - start
+        return False
+
+    def kill(self) -> None:
+        """An interrupt ends the workers (each a live process of its own), not their server."""
 
     def returncode(self, pid: int) -> int | None:
         with self._state:
@@ -175,6 +257,7 @@ class ForkServer:
 
     def stop(self) -> None:
         """End the server (its children, if any, keep running and end with their stdin)."""
+        live.discard(self)
         with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)
         self._sock.close()

@@ -163,10 +163,15 @@ def quiet(keep: object) -> Iterator[int]:
     with gate() if gate is not None else contextlib.nullcontext():
         with _LIVE_LOCK:
             workers = [w for w in _LIVE if w is not keep and getattr(w, "pausable", True)]
-        pids: list[int] = [pid for w in workers if isinstance(pid := getattr(w, "pid", None), int)]
+        pids = [pid for w in workers if isinstance(pid := getattr(w, "pid", None), int)]
+        alone = {pid for w in workers if getattr(w, "alone", False) and isinstance(pid := getattr(w, "pid", None), int)}
         stopped: list[int] = []
         try:
-            stop_trees(pids, into=stopped)
-            yield len(pids)
+            for pid in alone:
+                stopped.append(pid)
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGSTOP)
+            stop_trees([pid for pid in pids if pid not in alone], into=stopped)  # a fork server: not its children
+            yield len(pids) - len(alone)
         finally:
             cont(stopped)

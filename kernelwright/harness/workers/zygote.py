@@ -107,11 +107,23 @@ def _place(fds: list[int], targets: list[int]) -> None:
                 os.close(fd)
 
 
+def _place_like_the_caller(request: dict[str, Any]) -> None:
+    """The cores and nice value of the harness thread that asked (a build ahead runs on its
+    cores, at a lower priority), as a process it started itself would have."""
+    with contextlib.suppress(OSError, KeyError, ValueError):
+        os.sched_setaffinity(0, [int(cpu) for cpu in request["cpus"]])
+    with contextlib.suppress(OSError, KeyError, ValueError):
+        nice = int(request["nice"])
+        if nice != os.getpriority(os.PRIO_PROCESS, 0):
+            os.setpriority(os.PRIO_PROCESS, 0, nice)  # lowering it needs privileges: else left as is
+
+
 def _become_worker(request: dict[str, Any], fds: list[int]) -> int:
     """In the child: the worker's process, as if started afresh; returns its exit code."""
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.setsid()
+    _place_like_the_caller(request)
     _place(fds, list(request["targets"]))
     os.chdir(request["cwd"])
     os.environ.clear()
