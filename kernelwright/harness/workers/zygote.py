@@ -107,15 +107,16 @@ def _place(fds: list[int], targets: list[int]) -> None:
                 os.close(fd)
 
 
-def _place_like_the_caller(request: dict[str, Any]) -> None:
-    """The cores and nice value of the harness thread that asked (a build ahead runs on its
-    cores, at a lower priority), as a process it started itself would have."""
+def _place_like_the_caller(request: dict[str, Any], pid: int = 0) -> None:
+    """Process `pid` (0: this one) on the cores and at the nice value of the harness thread that
+    asked (a build ahead runs on its cores, at a lower priority), as a process it started itself
+    would have been. Done by the server right after the fork and by the child again first thing."""
     with contextlib.suppress(OSError, KeyError, ValueError):
-        os.sched_setaffinity(0, [int(cpu) for cpu in request["cpus"]])
+        os.sched_setaffinity(pid, [int(cpu) for cpu in request["cpus"]])
     with contextlib.suppress(OSError, KeyError, ValueError):
         nice = int(request["nice"])
-        if nice != os.getpriority(os.PRIO_PROCESS, 0):
-            os.setpriority(os.PRIO_PROCESS, 0, nice)  # lowering it needs privileges: else left as is
+        if nice != os.getpriority(os.PRIO_PROCESS, pid):
+            os.setpriority(os.PRIO_PROCESS, pid, nice)  # lowering it needs privileges: else left as is
 
 
 def _become_worker(request: dict[str, Any], fds: list[int]) -> int:
@@ -147,6 +148,7 @@ def _fork(sock: socket.socket, wake: tuple[int, int], request: dict[str, Any], f
     if pid != 0:
         for fd in fds:
             os.close(fd)
+        _place_like_the_caller(request, pid)  # before the harness hears of it: it sees it placed
         return pid
     code = 1
     try:
