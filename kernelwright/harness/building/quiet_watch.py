@@ -11,7 +11,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from kernelwright.harness.workers import live
 from kernelwright.harness.workers.process import WorkerProcess
@@ -43,11 +42,7 @@ class QuietWatch:
         self._thread.start()
 
     def quiet(self) -> bool:
-        try:
-            stat = Path(f"/proc/{self.pid}/stat").read_text()
-        except OSError:
-            return False  # gone (an interrupt ended it): nothing to tell any more
-        return stat[stat.rfind(")") + 2 :][:1] in ("T", "t")
+        return live.state(self.pid) in ("T", "t")  # "" once gone (an interrupt ended it): not quiet
 
     def wait_loud(self, give_up: Callable[[], bool]) -> None:
         while not give_up() and self.quiet():

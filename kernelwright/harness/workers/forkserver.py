@@ -99,14 +99,6 @@ def _caller_placement() -> tuple[list[int], int]:
     return sorted(os.sched_getaffinity(0)), os.getpriority(os.PRIO_PROCESS, 0)
 
 
-def _state(pid: int) -> str:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    return stat[stat.rfind(")") + 2 :][:1]
-
-
 class ForkServer:
     """One zygote process and the line to it; `fork` starts a worker from it. It is a live
     process of this harness (`live.py`): a timing phase stops it (not its children, the workers,
@@ -230,7 +222,7 @@ class ForkServer:
             start = time.monotonic()
             if wait(0.5):
                 return True
-            if _state(self.pid) not in ("T", "t"):
+            if live.state(self.pid) not in ("T", "t"):
                 waited += time.monotonic() - start
         return False
 

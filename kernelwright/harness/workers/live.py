@@ -77,6 +77,16 @@ def _tree(roots: Iterable[int], children: Mapping[int, list[int]]) -> list[int]:
     return found
 
 
+def state(pid: int) -> str:
+    """A process's state letter from /proc ("R", "S", "T" for stopped, ...); "" when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return stat[stat.rfind(")") + 2 :][:1]
+
+
 def descendants(pid: int) -> list[int]:
     """Every process below `pid` (children, grandchildren, ...), from /proc."""
     return _tree([pid], _children_map())[1:]
