@@ -4,7 +4,8 @@ Every rule is a pure function: typed reports (`workers/messages.py`) and the can
 analysis in, a `Decision` out (or None: nothing to decide); the phases (`harness/phases/`) apply
 decisions to the result. `correctness.py`: before and during the trials; `work_share.py`: whose
 kernels did the work, and whether the profiled calls are the timed ones; `timing.py`: speedups
-and the baselines' cross-check.
+and the baselines' cross-check; `one_thread.py`: the CPU's one-thread look before a timed-vs-
+profiled rejection on times.
 """
 
 from kernelwright.harness.judge.correctness import (

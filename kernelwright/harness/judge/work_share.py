@@ -34,7 +34,7 @@ which host load does not inflate). The CPU reads it on the timed side: a busy CP
 profile, so a floor read there is crossed by noise (#28: an honest mse_loss timed at 0.30 ms a
 call, both profiles 1.72 ms on a 6-fold oversubscribed 2-core CPU, was rejected). What the CPU
 gives up below the floor is covered by rules that need no floor: a candidate that works less when
-not profiled calls its extension fewer times per forward (counted exactly: `_extension_skipped`)
+not profiled calls its extension fewer times per forward (counted exactly: `skipped_calls`)
 or its functions' fastest calls shrink (`_own_work_shrank`), both judged at any size."""
 # The extension's calls per forward while timed must reach this share of those while profiled.
 PROFILE_OWN_SHARE_RATIO = 0.5
@@ -310,10 +310,10 @@ def profile_disagrees_with_timing(
     under half the profiled time, or on the CPU an extension function's fastest timed call under a
     quarter of its fastest profiled one): the harness profiles once more before judging (a busy
     machine only slows a profile; a candidate that works less when not watched is slower when
-    profiled every time). The call counts (`_extension_skipped`) are exact, not noisy: not here."""
+    profiled every time). The call counts (`skipped_calls`) are exact, not noisy: not here."""
     if not shares or shares[0].error is not None:
         return False
-    if timing is not None and _extension_skipped(shares[0], timing) is not None:
+    if timing is not None and skipped_calls(shares[0], timing) is not None:
         return False  # rejected on the counts, which a second profile would not change
     if profile_slower_than_timed(timings, device, shares):
         return True
@@ -341,7 +341,7 @@ def judge_profile_consistency(
     if cand is None or not shares or shares[0].error is not None:
         return None
     if timing is not None:
-        skipped = _extension_skipped(shares[0], timing)
+        skipped = skipped_calls(shares[0], timing)
         if skipped is not None:
             return ending(Verdict.REJECTED, Reason.PROFILE_MISMATCH, skipped, clear_speedups=True)
     why = _own_work_shrank(shares[0], timing) if device == "cpu" and timing is not None else None
@@ -357,7 +357,7 @@ def judge_profile_consistency(
     return ending(Verdict.REJECTED, Reason.PROFILE_MISMATCH, message, clear_speedups=True)
 
 
-def _extension_skipped(share: Share, timing: TimingReport) -> str | None:
+def skipped_calls(share: Share, timing: TimingReport) -> str | None:
     """The extension's calls are counted always: a candidate that called it k times per forward
     while profiled and far fewer times while timed runs something else when not watched."""
     profiled_calls, profiled_forwards = share.ext_calls, share.forward_calls

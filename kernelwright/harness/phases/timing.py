@@ -1,6 +1,8 @@
 """The timing phase: the candidate timed against its baselines in its own process, everything
 else paused (`live.quiet`); then the baselines cross-checked against the clean ones, a sample
-of the timed calls' outputs checked against the reference, and the timing against the profile."""
+of the timed calls' outputs checked against the reference, and the timing against the profile
+(on a CPU timed with several threads, a disagreement in time is looked at once more with one
+thread before it decides: `judge.one_thread`)."""
 
 from __future__ import annotations
 
@@ -8,9 +10,10 @@ from pathlib import Path
 
 from kernelwright.harness import judge
 from kernelwright.harness.judge import work_share as share_rules
+from kernelwright.harness.judge.one_thread import judge_at_one_thread, needs_one_thread_look
 from kernelwright.harness.phases.context import Context, apply
 from kernelwright.harness.phases.cross_check import cross_check_baselines
-from kernelwright.harness.phases.work_share import profile_again
+from kernelwright.harness.phases.work_share import one_thread_look, profile_again
 from kernelwright.harness.result import EvalResult
 from kernelwright.harness.verdicts import Reason, Verdict
 from kernelwright.harness.workers import live
@@ -71,6 +74,14 @@ def run_timing(
         return apply(result, mismatch)
     if share_rules.profile_disagrees_with_timing(result.timings, result.device, shares, report):
         shares = profile_again(ctx, worker, result, request, shares)
-    if result.verdict == Verdict.CORRECT:
-        apply(result, share_rules.judge_profile_consistency(result.timings, result.device, shares, report))
-    return result
+    if result.verdict != Verdict.CORRECT:
+        return result
+    decision = share_rules.judge_profile_consistency(result.timings, result.device, shares, report)
+    if needs_one_thread_look(decision, result.device, shares, report):
+        assert decision is not None
+        timed = result.timings["candidate"]
+        look = one_thread_look(ctx, worker, result, request, timed.median_ms)
+        if result.verdict != Verdict.CORRECT:
+            return result
+        decision = judge_at_one_thread(decision, look, report, timed)
+    return apply(result, decision)

@@ -20,8 +20,8 @@ from kernelwright.harness.result import EvalResult, Flag
 from kernelwright.harness.verdicts import Reason, Verdict
 from kernelwright.harness.workers import live
 from kernelwright.harness.workers.client import CandidateClient, Reply
-from kernelwright.harness.workers.jobs import WorkShareRequest
-from kernelwright.harness.workers.messages import BuildRecord, Share, WorkShareReport
+from kernelwright.harness.workers.jobs import OneThreadRequest, WorkShareRequest
+from kernelwright.harness.workers.messages import BuildRecord, OneThreadReport, Share, WorkShareReport
 from kernelwright.harness.workers.process import WorkerProcess
 
 
@@ -181,3 +181,36 @@ def with_second_default_profile(first: list[Share], second: list[Share]) -> tupl
         f"{second_ms:.4f} ms per call",
     )
     return [share_rules.faster_profile(first[0], second[0]), *first[1:]], flag
+
+
+def one_thread_look(
+    ctx: Context, worker: WorkerProcess, result: EvalResult, request: WorkShareRequest, median_ms: float
+) -> OneThreadReport | None:
+    """The CPU's one-thread look (`judge.one_thread`): the default shapes profiled and the candidate
+    timed alone, both with one intra-op thread, everything else paused; both calls' outputs are
+    checked like any other (a mismatch, a crash or a hang is the verdict). The report, or None
+    when the evaluation ended here or the worker sent none."""
+    look = OneThreadRequest(shapes=request.model_copy(update={"plans": request.plans[:1]}), median_ms=median_ms)
+    with live.quiet(keep=worker):
+        reply = CandidateClient(worker).one_thread(look, 4 * ctx.opts.run_timeout_s)
+    result.phase_seconds["one_thread_look"] = reply.outcome.seconds
+    early = judge.run_failure(reply.outcome, Reason.TIMING_TIMEOUT)
+    if early is not None:
+        apply(result, early)
+        return None
+    report = reply.report
+    if report is None:
+        return None
+    apply(result, judge.judge_trials(result.trials, [], report.rejections))
+    if result.verdict != Verdict.CORRECT:
+        return None
+    shares = [report.share] if report.share is not None and report.share.file is not None else []
+    if shares and not profiled_outputs_agree(ctx, result, shares, "the profiled calls (one thread)"):
+        return None
+    if report.timed_output is not None:
+        check = ctx.compare(report.timed_output.plan, Path(report.timed_output.file))
+        mismatch = judge.judge_measured_outputs([check], Reason.TIMED_OUTPUT_MISMATCH, "the timed calls (one thread)")
+        if mismatch is not None:
+            apply(result, mismatch)
+            return None
+    return report

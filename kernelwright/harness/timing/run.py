@@ -186,26 +186,80 @@ def time_one_thread(job: TimingJob, baselines: Baselines, medians: dict[str, flo
     try:
         with torch.no_grad():
             for name in names:
-                fn = baselines.fns[name]
-                t0 = _perf_counter()
-                fn(sets[0])  # the first call after the switch: timed only as a probe
-                first_ms = (_perf_counter() - t0) * 1e3
-                if first_ms >= ONE_THREAD_CAP_S * 1e3 and first_ms >= medians[name] / 2:
-                    out[name] = summarize([first_ms])
-                    continue
-                samples: list[float] = []
-                started = _perf_counter()
-                while len(samples) < ONE_THREAD_CALLS and (
-                    len(samples) < ONE_THREAD_MIN_CALLS or _perf_counter() - started < ONE_THREAD_CAP_S
-                ):
-                    xs = sets[len(samples) % len(sets)]
-                    t0 = _perf_counter()
-                    fn(xs)
-                    samples.append((_perf_counter() - t0) * 1e3)
-                out[name] = summarize(samples)
+                out[name] = summarize(_one_thread_calls(baselines.fns[name], sets, medians[name], ONE_THREAD_CAP_S))
     finally:
         _set_num_threads(threads)
     return out
+
+
+def _one_thread_calls(
+    fn: Callable[[Any], Any],
+    sets: Sequence[Any],
+    median_ms: float,
+    cap_s: float,
+    keep: Callable[[Any], None] | None = None,
+) -> list[float]:
+    """`fn`'s call times (ms) with whatever threads are set now: a first call on `sets[0]` as a
+    probe (its output to `keep`), the one figure when it alone took `cap_s` and at least half
+    `median_ms`; else `ONE_THREAD_MIN_CALLS` to `ONE_THREAD_CALLS` calls for `cap_s`, rotating
+    over `sets`."""
+    t0 = _perf_counter()
+    output = fn(sets[0])
+    first_ms = (_perf_counter() - t0) * 1e3
+    if keep is not None:
+        keep(output)
+    del output
+    if first_ms >= cap_s * 1e3 and first_ms >= median_ms / 2:
+        return [first_ms]
+    samples: list[float] = []
+    started = _perf_counter()
+    while len(samples) < ONE_THREAD_CALLS and (
+        len(samples) < ONE_THREAD_MIN_CALLS or _perf_counter() - started < cap_s
+    ):
+        xs = sets[len(samples) % len(sets)]
+        t0 = _perf_counter()
+        fn(xs)
+        samples.append((_perf_counter() - t0) * 1e3)
+    return samples
+
+
+CANDIDATE_LOOK_CAP_S = 0.5
+"""How long the candidate is timed alone in the CPU's one-thread look (`time_alone_one_thread`),
+once it has `ONE_THREAD_MIN_CALLS`: its fastest call is what the look compares, and at one thread
+a call waits for no other thread, so a few unpreempted calls are enough."""
+
+
+@dataclass(frozen=True)
+class AloneTiming:
+    """The candidate timed alone with one intra-op thread: its figures, its calls, and one output
+    (the probe call's, cloned, with the plan of its inputs) for the reference's process to check."""
+
+    stats: TimingStats
+    calls: int
+    output: tuple[TrialPlan, Any]
+
+
+def time_alone_one_thread(candidate: Callable[..., Any], pool: InputPool, median_ms: float) -> AloneTiming:
+    """The candidate timed alone on the timing phase's input sets (redrawn first: values it has
+    not seen) with one intra-op thread, restored after; `median_ms`: its median in the timing.
+    The CPU's one-thread look at the timed-vs-profiled rules (`judge.one_thread`) compares these
+    figures with a profile taken at one thread too."""
+    threads = _get_num_threads()
+    pool.refresh()
+    kept: list[Any] = []
+
+    def call(xs: Any) -> Any:
+        return candidate(*xs)
+
+    _set_num_threads(1)
+    try:
+        with torch.no_grad():
+            samples = _one_thread_calls(
+                call, pool.sets, median_ms, CANDIDATE_LOOK_CAP_S, lambda o: kept.append(_clone(o))
+            )
+    finally:
+        _set_num_threads(threads)
+    return AloneTiming(summarize(samples), len(samples) + 1, (pool.plans[0], kept[0]))
 
 
 @dataclass(frozen=True)

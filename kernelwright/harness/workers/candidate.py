@@ -23,6 +23,7 @@ from kernelwright.harness.workers.jobs import BUILD_FDS_VAR, WorkerJob, WorkShar
 from kernelwright.harness.workers.messages import (
     BuildRecord,
     BuildReport,
+    OneThreadReport,
     OutputFile,
     Rejection,
     Report,
@@ -279,94 +280,135 @@ class CandidateSession:
         each variant, on inputs drawn now): how much of the work did library ops do, against the
         reference's whole forward? The last profiled call's output is saved for the reference's
         process to check: a candidate that behaves differently while profiled is caught there."""
-        import torch
-
-        from kernelwright.harness.checks import dynamic as dynamic_checks
-        from kernelwright.harness.checks.symbols import KernelMatcher
-
-        plans = request.plans
-        own = KernelMatcher(request.own_exact, request.own_names)
-
         self.chan.send("phase", "workshare")
         shares: list[Share] = []
         if self._ensure_model():
-            torch.manual_seed(self.job.weight_seed)
-            reference = self.inst.make_model().to(self.job.device).eval()
-            for k, plan in enumerate(plans):
-                inputs = self._draw(plan)
-                calls_before = sum(self.recorder.calls.values())
-                counts_before = dict(self.recorder.calls)
-                kept: list[Any] = [None, 0, 0.0]  # the last output, how many forwards ran, their host seconds
-
-                def call(inputs: list[Any] = inputs, kept: list[Any] = kept) -> None:
-                    start = _perf_counter()
-                    kept[0] = self.model(*inputs)
-                    kept[2] += _perf_counter() - start
-                    kept[1] += 1
-
-                try:
-                    with torch.no_grad():
-                        ref_share = dynamic_checks.measure_work_share(
-                            functools.partial(reference, *inputs), device=self.job.device, own=KernelMatcher()
-                        )
-                        self.recorder.profiling = True
-                        self.recorder.clear_fastest()
-                        ext_before = self.recorder.seconds
-                        share = dynamic_checks.measure_work_share(
-                            call,
-                            device=self.job.device,
-                            own=own,
-                            not_own=frozenset(ref_share.kernels),
-                            while_profiled=self.recorder.window,
-                            own_ops=frozenset(request.own_ops),
-                        )
-                except Exception as exc:  # profiling is evidence, not a verdict: report that it failed
-                    shares.append(Share(plan=plan, error=f"{type(exc).__name__}: {exc}"))
-                    continue
-                finally:
-                    self.recorder.profiling = False
-                output_pass = dynamic_checks.output_pass_ms(kept[0], self.job.device)
-                path = self.job.out_dir / f"profiled_{k}.out"
-                self._hand_over(kept[0], path)
-                shares.append(
-                    Share(
-                        plan=plan,
-                        file=str(path),
-                        own_ms=share.own_ms,
-                        library_ms=share.library_ms,
-                        own_fraction=share.own_fraction,
-                        reference_ms=ref_share.library_ms,
-                        not_work_ms=share.not_work_ms,
-                        streams=sorted(share.streams),
-                        reference_streams=sorted(ref_share.streams),
-                        reference_not_work_ms=ref_share.not_work_ms,
-                        top_library_ops=share.top_library_ops,
-                        own_kernels=share.own_kernels,
-                        disowned_kernels=share.disowned,
-                        ext_calls=sum(self.recorder.calls.values()) - calls_before,
-                        ext_calls_by_function={
-                            name: n - counts_before.get(name, 0)
-                            for name, n in self.recorder.calls.items()
-                            if n > counts_before.get(name, 0)
-                        },
-                        forward_calls=kept[1],
-                        forward_s=kept[2],
-                        extension_s=self.recorder.seconds - ext_before,
-                        extension_fastest_s=dict(self.recorder.fastest),
-                        ops_inside_per_call=share.ops_inside_per_call,
-                        output_pass_ms=output_pass,
-                        device=share.device,
-                        calls_per_round=share.calls_per_round,
-                        reference_calls_per_round=ref_share.calls_per_round,
-                        graph_kernels=share.graph_kernels,
-                        own_op_calls=share.own_op_calls,
-                    )
-                )
+            reference = self._reference_model()
+            shares = [self._profile(k, plan, request, reference) for k, plan in enumerate(request.plans)]
         self._check_tampering()
         report = WorkShareReport(
             shares=shares, fatal=self.model_error, rejections=self.rejections, ext_calls=dict(self.recorder.calls)
         )
         self.chan.report("workshare", report)
+
+    def _reference_model(self) -> Any:
+        import torch
+
+        torch.manual_seed(self.job.weight_seed)
+        return self.inst.make_model().to(self.job.device).eval()
+
+    def _profile(self, k: int, plan: TrialPlan, request: WorkShareRequest, reference: Any, tag: str = "") -> Share:
+        """One shape's work-share profile (the candidate's and the reference's forward on inputs
+        drawn from `plan`), its output saved as `profiled_{tag}{k}.out`; a failed profile is a
+        share with its error (profiling is evidence, not a verdict)."""
+        import torch
+
+        from kernelwright.harness.checks import dynamic as dynamic_checks
+        from kernelwright.harness.checks.symbols import KernelMatcher
+
+        inputs = self._draw(plan)
+        calls_before = sum(self.recorder.calls.values())
+        counts_before = dict(self.recorder.calls)
+        kept: list[Any] = [None, 0, 0.0]  # the last output, how many forwards ran, their host seconds
+
+        def call() -> None:
+            start = _perf_counter()
+            kept[0] = self.model(*inputs)
+            kept[2] += _perf_counter() - start
+            kept[1] += 1
+
+        try:
+            with torch.no_grad():
+                ref_share = dynamic_checks.measure_work_share(
+                    functools.partial(reference, *inputs), device=self.job.device, own=KernelMatcher()
+                )
+                self.recorder.profiling = True
+                self.recorder.clear_fastest()
+                ext_before = self.recorder.seconds
+                share = dynamic_checks.measure_work_share(
+                    call,
+                    device=self.job.device,
+                    own=KernelMatcher(request.own_exact, request.own_names),
+                    not_own=frozenset(ref_share.kernels),
+                    while_profiled=self.recorder.window,
+                    own_ops=frozenset(request.own_ops),
+                )
+        except Exception as exc:  # candidate code, or the profiler: the share says it failed
+            return Share(plan=plan, error=f"{type(exc).__name__}: {exc}")
+        finally:
+            self.recorder.profiling = False
+        output_pass = dynamic_checks.output_pass_ms(kept[0], self.job.device)
+        path = self.job.out_dir / f"profiled_{tag}{k}.out"
+        self._hand_over(kept[0], path)
+        return Share(
+            plan=plan,
+            file=str(path),
+            own_ms=share.own_ms,
+            library_ms=share.library_ms,
+            own_fraction=share.own_fraction,
+            reference_ms=ref_share.library_ms,
+            not_work_ms=share.not_work_ms,
+            streams=sorted(share.streams),
+            reference_streams=sorted(ref_share.streams),
+            reference_not_work_ms=ref_share.not_work_ms,
+            top_library_ops=share.top_library_ops,
+            own_kernels=share.own_kernels,
+            disowned_kernels=share.disowned,
+            ext_calls=sum(self.recorder.calls.values()) - calls_before,
+            ext_calls_by_function={
+                name: n - counts_before.get(name, 0)
+                for name, n in self.recorder.calls.items()
+                if n > counts_before.get(name, 0)
+            },
+            forward_calls=kept[1],
+            forward_s=kept[2],
+            extension_s=self.recorder.seconds - ext_before,
+            extension_fastest_s=dict(self.recorder.fastest),
+            ops_inside_per_call=share.ops_inside_per_call,
+            output_pass_ms=output_pass,
+            device=share.device,
+            calls_per_round=share.calls_per_round,
+            reference_calls_per_round=ref_share.calls_per_round,
+            graph_kernels=share.graph_kernels,
+            own_op_calls=share.own_op_calls,
+        )
+
+    def one_thread(self, request: WorkShareRequest, median_ms: float) -> None:
+        """The CPU's one-thread look (`OneThreadReport`): the default shapes (`request.plans[0]`)
+        profiled, then the candidate timed alone on fresh timing inputs, both with one intra-op
+        thread (torch's and the extension's OpenMP: one runtime), the configured count restored
+        after. `median_ms`: its median in the timing phase."""
+        import torch
+
+        from kernelwright.harness.timing.run import time_alone_one_thread
+
+        self.chan.send("phase", "onethread")
+        threads = torch.get_num_threads()
+        report = OneThreadReport(threads=threads)
+        if self.baselines is None or not request.plans or not self._ensure_model():
+            report.fatal = self.model_error or "no timing inputs or no default shapes to look at"
+            self.chan.report("onethread", report)
+            return
+        reference = self._reference_model()
+        torch.set_num_threads(1)
+        try:
+            report.share = self._profile(0, request.plans[0], request, reference, tag="one_thread_")
+            self.recorder.clear_fastest()
+            calls_before = sum(self.recorder.calls.values())
+            with self.recorder.window():
+                alone = time_alone_one_thread(self.model, self.baselines.pool, median_ms)
+        finally:
+            torch.set_num_threads(threads)
+        report.timed, report.candidate_calls = alone.stats, alone.calls
+        report.extension_fastest_s = dict(self.recorder.fastest)
+        report.extension_calls = sum(self.recorder.calls.values()) - calls_before
+        self._check_tampering()
+        plan, output = alone.output
+        path = self.job.out_dir / "one_thread_timed.out"
+        self._hand_over(output, path)
+        report.timed_output = OutputFile(plan=plan, file=str(path))
+        report.rejections = self.rejections
+        self.chan.report("onethread", report)
 
     def timing(self, samples: int) -> None:
         from kernelwright.harness.timing.run import time_candidate

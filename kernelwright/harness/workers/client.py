@@ -2,7 +2,7 @@
 writes a command string or reads a reply's data by key.
 
 A command is one line on the worker's stdin (`trial JSON`, `workshare JSON`, `timing N`,
-`compare JSON`, `baselines MS`, `prepare`, `candidate JSON`); its answer is the `result` message
+`onethread JSON`, `compare JSON`, `baselines MS`, `prepare`, `candidate JSON`); its answer is the `result` message
 of the same phase, read back as that phase's report (`messages.py`). Every call returns a
 `Reply`: the `Outcome` (a crash, hang or OOM is a value there) and the report, None when there
 was none or it did not validate.
@@ -16,11 +16,18 @@ from typing import Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from kernelwright.harness.workers.jobs import CandidateAssignment, CompareRequest, TrialRequest, WorkShareRequest
+from kernelwright.harness.workers.jobs import (
+    CandidateAssignment,
+    CompareRequest,
+    OneThreadRequest,
+    TrialRequest,
+    WorkShareRequest,
+)
 from kernelwright.harness.workers.messages import (
     BaselinesReport,
     BuildReport,
     CompareReport,
+    OneThreadReport,
     PrepareReport,
     ReadyReport,
     ReferenceReport,
@@ -113,3 +120,9 @@ class CandidateClient:
         """Time the candidate against its baselines, keeping `samples` of its timed outputs."""
         self.worker.send(f"timing {samples}")
         return _wait(self.worker, "timing", TimingReport, timeout_s)
+
+    def one_thread(self, request: OneThreadRequest, timeout_s: float) -> Reply[OneThreadReport]:
+        """The CPU's one-thread look: the default shapes profiled and the candidate timed alone,
+        both with one intra-op thread."""
+        self.worker.send(f"onethread {request.model_dump_json()}")
+        return _wait(self.worker, "onethread", OneThreadReport, timeout_s)

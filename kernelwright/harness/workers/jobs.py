@@ -133,6 +133,14 @@ class WorkShareRequest(BaseModel):
     )
 
 
+class OneThreadRequest(BaseModel):
+    """`onethread JSON`: the CPU's one-thread look at the timed-vs-profiled rules: the first plan
+    of `shapes` profiled, then the candidate timed alone, both with one intra-op thread."""
+
+    shapes: WorkShareRequest
+    median_ms: float = Field(description="The candidate's median in the timing phase (it bounds the look's probe).")
+
+
 class WorkerMessage(BaseModel):
     """One JSON line from a worker: a phase starting, or a phase's result."""
 

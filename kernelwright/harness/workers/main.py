@@ -25,6 +25,7 @@ from typing import IO, TYPE_CHECKING, Any
 from kernelwright.harness.sandbox.audit import AttemptLog
 from kernelwright.harness.workers.jobs import (
     CandidateAssignment,
+    OneThreadRequest,
     TrialRequest,
     WorkerJob,
     WorkerMessage,
@@ -161,6 +162,9 @@ def main(argv: list[str]) -> int:
             session.workshare(WorkShareRequest.model_validate_json(argument))
         elif command == "timing":
             session.timing(int(argument or 0))
+        elif command == "onethread":
+            look = OneThreadRequest.model_validate_json(argument)
+            session.one_thread(look.shapes, look.median_ms)
         elif command == "ping":  # the harness's last word: every message before this one is in
             chan.send("result", "ping")
         else:

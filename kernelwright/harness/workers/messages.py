@@ -170,6 +170,24 @@ class TimingReport(Report):
     )
 
 
+class OneThreadReport(Report):
+    """`result onethread`: the CPU's one-thread look at the timed-vs-profiled rules (#28). The
+    default shapes profiled and the candidate timed alone, both with one intra-op thread (the
+    configured count restored after): no parallel region waits at a barrier for a thread the
+    machine has not scheduled, so neither side is inflated by oversubscription the way a
+    multi-threaded call is."""
+
+    threads: int = 0  # the intra-op threads configured (the look ran with one)
+    share: Share | None = None
+    timed: TimingStats | None = None  # the candidate alone, one thread
+    extension_fastest_s: dict[str, float] = Field(default_factory=dict)
+    extension_calls: int = 0
+    candidate_calls: int = 0
+    timed_output: OutputFile | None = None  # the last timed call's output, for the reference to check
+    fatal: str | None = None
+    rejections: list[Rejection] = Field(default_factory=list)
+
+
 class ReferenceTrial(BaseModel):
     """One trial as the reference ran it (or skipped it: it rejects non-contiguous inputs)."""
 
