@@ -7,7 +7,7 @@ manifest.json`), plus, on cuda, the honest `sample_0.py` kernel of every problem
 `benchmarks/level1_cuda` (its `expected.json` says `correct` for each). Each case is evaluated N
 times (`--repeats`, default 20) at each size asked (`--size small --size default`, default both),
 on an idle machine or with `--stress K` CPU busy-loop processes started beside the whole run (and
-stopped at its end).
+stopped at its end), busy all the time or, with `--load bursty`, in random bursts of 0.05-1.5 s.
 
 The repeats of one case run in one warm `EvalSession` (`warm=True`), the way the agent uses the
 harness: the reference runs once per session, every evaluation gets a fresh candidate worker that
@@ -30,6 +30,7 @@ contain it, and the min-max.
         --only relu/cpp_correct.py,relu/cpp_fast.py --out runs/false-rejections/cpu-check.jsonl
     PYTHONPATH=$PWD python3 scripts/bench_false_rejections.py --device cpu
     PYTHONPATH=$PWD python3 scripts/bench_false_rejections.py --device cpu --stress 2
+    PYTHONPATH=$PWD python3 scripts/bench_false_rejections.py --device cpu --stress 1 --load bursty
     # GPU, in pieces of < 9 minutes: rerun each line until it ends with "complete". The results
     # file (default runs/false-rejections/results.jsonl, git-ignored) is what makes it resume: on a
     # device machine that does not keep it between calls, copy it out ($OUT) after each piece and
@@ -101,8 +102,15 @@ def _matches(name: str, wanted: str) -> bool:
     return f"/{wanted}" in f"/{name}"
 
 
-def key_of(record: dict[str, Any]) -> tuple[str, str, int, str, int]:
-    return (record["device"], record["size"], int(record["stress"]), record["case"], int(record["repeat"]))
+def key_of(record: dict[str, Any]) -> tuple[str, str, str, str, int]:
+    """(device, size, condition, case, repeat); the condition is the stress count, with `b` for a
+    bursty load (records from before `--load` were steady)."""
+    return (record["device"], record["size"], condition(record), record["case"], int(record["repeat"]))
+
+
+def condition(record: dict[str, Any]) -> str:
+    stress = int(record["stress"])
+    return f"{stress}b" if stress and record.get("load") == "bursty" else str(stress)
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
@@ -123,11 +131,23 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 # ---- stress ------------------------------------------------------------------------------
 
 
-def start_stress(k: int) -> list[subprocess.Popen[bytes]]:
-    """K CPU busy-loop processes (this script's own children, stopped by `stop_stress`)."""
-    return [
-        subprocess.Popen([sys.executable, "-c", "while True:\n    pass"], stdin=subprocess.DEVNULL) for _ in range(k)
-    ]
+# A bursty load: busy for 0.05-1.5 s, idle for 0.05-1.5 s, at random (a build, a type checker, a
+# test starting and stopping beside the run: the load changes under one evaluation's looks).
+BURSTY = """
+import random, time
+while True:
+    until = time.monotonic() + random.uniform(0.05, 1.5)
+    while time.monotonic() < until:
+        pass
+    time.sleep(random.uniform(0.05, 1.5))
+"""
+
+
+def start_stress(k: int, load: str = "steady") -> list[subprocess.Popen[bytes]]:
+    """K CPU busy-loop processes (this script's own children, stopped by `stop_stress`), busy all
+    the time (`steady`) or in bursts (`bursty`)."""
+    code = BURSTY if load == "bursty" else "while True:\n    pass"
+    return [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL) for _ in range(k)]
 
 
 def stop_stress(processes: list[subprocess.Popen[bytes]]) -> None:
@@ -195,12 +215,13 @@ def run(args: argparse.Namespace) -> bool:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + args.max_minutes * 60 if args.max_minutes else None
     longest_eval, longest_open = 0.0, 0.0  # seconds, for the deadline
-    stress = start_stress(args.stress)
+    stress = start_stress(args.stress, args.load)
+    here = condition({"stress": args.stress, "load": args.load})
     complete = True
     try:
         for size in args.size:
             for case in cases:
-                todo = [r for r in range(args.repeats) if (args.device, size, args.stress, case.name, r) not in done]
+                todo = [r for r in range(args.repeats) if (args.device, size, here, case.name, r) not in done]
                 if not todo:
                     continue
                 budget = longest_open + max(longest_eval, 20.0)
@@ -234,6 +255,7 @@ def run(args: argparse.Namespace) -> bool:
                             "device": args.device,
                             "size": size,
                             "stress": args.stress,
+                            "load": args.load if args.stress else "none",
                             "case": case.name,
                             "repeat": repeat,
                             "problem": problem.qualified,
@@ -274,7 +296,7 @@ def _line(record: dict[str, Any]) -> str:
     what = record["verdict"] + (f" ({record['reason']})" if record["reason"] else "")
     if record.get("flags"):
         what += " [" + ", ".join(dict.fromkeys(record["flags"])) + "]"
-    return f"{record['size']:>7} s{record['stress']} {record['case']} #{record['repeat']}: {what} {speed} in {record['seconds']:.1f} s"
+    return f"{record['size']:>7} s{condition(record)} {record['case']} #{record['repeat']}: {what} {speed} in {record['seconds']:.1f} s"
 
 
 # ---- report ------------------------------------------------------------------------------
@@ -295,7 +317,7 @@ def _spread(records: list[dict[str, Any]], baseline: str) -> str:
 
 
 _DROPS_SPEEDUP = ("device_contended", "baselines_disagree", "speedup_not_reproduced")
-_SECOND_LOOKS = (*_DROPS_SPEEDUP, "profiled_again", "baseline_wall_mismatch")
+_SECOND_LOOKS = (*_DROPS_SPEEDUP, "profiled_again", "profiled_at_one_thread", "baseline_wall_mismatch")
 
 
 def _too_wide(record: dict[str, Any]) -> bool:
@@ -308,10 +330,10 @@ def _no_speedup_flag(flags: list[str]) -> str:
 
 
 def report(records: list[dict[str, Any]]) -> None:
-    latest: dict[tuple[str, str, int, str, int], dict[str, Any]] = {}
+    latest: dict[tuple[str, str, str, str, int], dict[str, Any]] = {}
     for record in records:  # a key written twice (two runs at once): the later one counts
         latest[key_of(record)] = record
-    groups: dict[tuple[str, str, int], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for key, record in latest.items():
         groups[key[:3]].append(record)
     if not groups:
@@ -379,6 +401,12 @@ def main() -> None:
     )
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--stress", type=int, default=0, help="CPU busy-loop processes beside the run")
+    parser.add_argument(
+        "--load",
+        choices=("steady", "bursty"),
+        default="steady",
+        help="the stress processes busy all the time or in bursts",
+    )
     parser.add_argument("--out", type=Path, default=RUNS / "results.jsonl", help="the results file (JSON lines)")
     parser.add_argument("--max-minutes", type=float, default=None, help="stop before an evaluation past this")
     parser.add_argument("--only", action="append", help="cases by path part or glob (comma-separated)")
@@ -407,7 +435,7 @@ def main() -> None:
     complete = run(args)
     if args.list:
         return
-    wanted = {(args.device, s, args.stress) for s in args.size}
+    wanted = {(args.device, s, condition({"stress": args.stress, "load": args.load})) for s in args.size}
     report([r for r in read_records(args.out) if key_of(r)[:3] in wanted])
     print(
         "\ncomplete" if complete else f"\nstopped at --max-minutes {args.max_minutes}: rerun the same command to go on"

@@ -261,13 +261,15 @@ def judge_baselines(
     slowed: Sequence[str],
     still_slowed: Sequence[str],
     one_thread_agrees: Mapping[str, str] | None = None,
+    one_thread_looks: Sequence[Mapping[str, TimingStats]] = (),
 ) -> Decision:
     """`slowed`: baselines slower beside the candidate than in the clean process; `still_slowed`:
     those still slower when both were timed again (a second look beside the candidate, then the
     clean process): only a slowdown that persists is the candidate's doing, and (on the CPU) only
     one that persists at one intra-op thread: `one_thread_agrees` (`agree_at_one_thread`) names
     those of `still_slowed` that agree at one thread, with their figures: the pool's waits, no
-    rejection, no speedup reported."""
+    rejection, no speedup reported; `one_thread_looks` (the candidate's process's one-thread
+    figures, one mapping per timing) are named in a rejection's message as its evidence."""
     agrees = dict(one_thread_agrees or {})
     tampered = [name for name in still_slowed if name not in agrees]
 
@@ -281,6 +283,9 @@ def judge_baselines(
             f"the baselines ran slower in the candidate's process than in a clean one, both timed twice "
             f"({figures(tampered)}): the candidate slowed them (a hook, a patch), which inflates its speedup"
         )
+        message += f"; fastest calls: {fastest_text(tampered, timings, clean)}"
+        if one_thread_looks:
+            message += f"; with one intra-op thread too ({one_thread_text(tampered, one_thread_looks, clean)})"
         return ending(Verdict.REJECTED, Reason.BASELINE_TAMPERED, message, clear_speedups=True)
     if agrees:
         names = [name for name in still_slowed if name in agrees]
@@ -296,3 +301,24 @@ def judge_baselines(
             f"({figures(slowed)}), and not in a way timing again pinned on the candidate: the machine was busy"
         )
     return Decision(note=f"; {note}", flags=(Flag(code="baselines_disagree", message=note),), clear_speedups=True)
+
+
+def one_thread_text(names: Sequence[str], looks: Sequence[Mapping[str, TimingStats]], clean: Clean) -> str:
+    """The one-thread figures of `names` in every look beside the candidate and in the clean
+    process, as text ("-" where a look has none)."""
+    parts = []
+    for name in names:
+        beside = ", ".join(f"{look[name].median_ms:.4f}" if name in look else "-" for look in looks)
+        alone = clean[name].one_thread if name in clean else None
+        parts.append(f"{name} {beside} ms beside it, {f'{alone.median_ms:.4f} ms' if alone else 'none'} clean")
+    return "; ".join(parts)
+
+
+def fastest_text(names: Sequence[str], timings: Mapping[str, TimingStats], clean: Clean) -> str:
+    """The fastest call of each of `names` beside the candidate and in the clean process, as text."""
+    parts = []
+    for name in names:
+        alone = clean[name].min_ms if name in clean else None
+        beside = f"{timings[name].min_ms:.4f} ms" if name in timings else "-"
+        parts.append(f"{name} {beside} beside it, {f'{alone:.4f} ms' if alone is not None else '-'} clean")
+    return ", ".join(parts)

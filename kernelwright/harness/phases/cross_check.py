@@ -9,6 +9,7 @@ import time
 from kernelwright.harness import judge
 from kernelwright.harness.phases.context import Context, apply
 from kernelwright.harness.result import EvalResult
+from kernelwright.harness.timing.stats import TimingStats
 from kernelwright.harness.workers import live
 from kernelwright.harness.workers.client import CandidateClient
 from kernelwright.harness.workers.messages import TimingReport
@@ -35,6 +36,7 @@ def cross_check_baselines(ctx: Context, worker: WorkerProcess, result: EvalResul
         return
     still = [name for name in judge.slowed_baselines(result.timings, like) if name in slowed]
     agrees: dict[str, str] = {}
+    looks: list[dict[str, TimingStats]] = []
     if still:
         with live.quiet(keep=worker):
             again = CandidateClient(worker).timing(0, ctx.timing_limit_s())
@@ -44,7 +46,8 @@ def cross_check_baselines(ctx: Context, worker: WorkerProcess, result: EvalResul
             still = [name for name in still if name in retimed and name in judge.slowed_baselines(result.timings, like)]
             # Slower in every look with the configured threads: timed with one thread on both sides
             # (each timing's `one_thread` figures), a stalled pool agrees, a hook does not.
-            agrees = judge.agree_at_one_thread(still, [report.one_thread, again.report.one_thread], like)
+            looks = [look for look in (report.one_thread, again.report.one_thread) if look]
+            agrees = judge.agree_at_one_thread(still, looks, like)
         else:
             still = []
-    apply(result, judge.judge_baselines(result.timings, like, slowed, still, agrees))
+    apply(result, judge.judge_baselines(result.timings, like, slowed, still, agrees, looks))

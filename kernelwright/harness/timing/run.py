@@ -381,7 +381,12 @@ def time_baselines(job: TimingJob, baselines: Baselines, spacer_ms: float = 0.0)
     one = time_one_thread(job, baselines, {name: stats.median_ms for name, stats in timed.items()})
 
     def figures(stats: TimingStats) -> dict[str, float]:
-        return {"median_ms": stats.median_ms, "ci_low_ms": stats.ci_low_ms, "ci_high_ms": stats.ci_high_ms}
+        return {
+            "median_ms": stats.median_ms,
+            "ci_low_ms": stats.ci_low_ms,
+            "ci_high_ms": stats.ci_high_ms,
+            "min_ms": stats.min_ms,
+        }
 
     return {
         name: {**figures(stats), "one_thread": figures(one[name]) if name in one else None}

@@ -9,7 +9,6 @@ go to the reference's process as files of data (or CUDA memory handles), never c
 
 from __future__ import annotations
 
-import functools
 import os
 import time
 import traceback
@@ -33,6 +32,7 @@ from kernelwright.harness.workers.messages import (
     TrialReport,
     WorkShareReport,
 )
+from kernelwright.harness.workers.profiling import profile_shape  # its clock, captured before any candidate
 
 _perf_counter = time.perf_counter  # captured before any candidate is imported
 
@@ -298,80 +298,16 @@ class CandidateSession:
         return self.inst.make_model().to(self.job.device).eval()
 
     def _profile(self, k: int, plan: TrialPlan, request: WorkShareRequest, reference: Any, tag: str = "") -> Share:
-        """One shape's work-share profile (the candidate's and the reference's forward on inputs
-        drawn from `plan`), its output saved as `profiled_{tag}{k}.out`; a failed profile is a
-        share with its error (profiling is evidence, not a verdict)."""
-        import torch
-
-        from kernelwright.harness.checks import dynamic as dynamic_checks
-        from kernelwright.harness.checks.symbols import KernelMatcher
-
-        inputs = self._draw(plan)
-        calls_before = sum(self.recorder.calls.values())
-        counts_before = dict(self.recorder.calls)
-        kept: list[Any] = [None, 0, 0.0]  # the last output, how many forwards ran, their host seconds
-
-        def call() -> None:
-            start = _perf_counter()
-            kept[0] = self.model(*inputs)
-            kept[2] += _perf_counter() - start
-            kept[1] += 1
-
-        try:
-            with torch.no_grad():
-                ref_share = dynamic_checks.measure_work_share(
-                    functools.partial(reference, *inputs), device=self.job.device, own=KernelMatcher()
-                )
-                self.recorder.profiling = True
-                self.recorder.clear_fastest()
-                ext_before = self.recorder.seconds
-                share = dynamic_checks.measure_work_share(
-                    call,
-                    device=self.job.device,
-                    own=KernelMatcher(request.own_exact, request.own_names),
-                    not_own=frozenset(ref_share.kernels),
-                    while_profiled=self.recorder.window,
-                    own_ops=frozenset(request.own_ops),
-                )
-        except Exception as exc:  # candidate code, or the profiler: the share says it failed
-            return Share(plan=plan, error=f"{type(exc).__name__}: {exc}")
-        finally:
-            self.recorder.profiling = False
-        output_pass = dynamic_checks.output_pass_ms(kept[0], self.job.device)
-        path = self.job.out_dir / f"profiled_{tag}{k}.out"
-        self._hand_over(kept[0], path)
-        return Share(
-            plan=plan,
-            file=str(path),
-            own_ms=share.own_ms,
-            library_ms=share.library_ms,
-            own_fraction=share.own_fraction,
-            reference_ms=ref_share.library_ms,
-            not_work_ms=share.not_work_ms,
-            streams=sorted(share.streams),
-            reference_streams=sorted(ref_share.streams),
-            reference_not_work_ms=ref_share.not_work_ms,
-            top_library_ops=share.top_library_ops,
-            own_kernels=share.own_kernels,
-            disowned_kernels=share.disowned,
-            ext_calls=sum(self.recorder.calls.values()) - calls_before,
-            ext_calls_by_function={
-                name: n - counts_before.get(name, 0)
-                for name, n in self.recorder.calls.items()
-                if n > counts_before.get(name, 0)
-            },
-            forward_calls=kept[1],
-            forward_s=kept[2],
-            extension_s=self.recorder.seconds - ext_before,
-            extension_fastest_s=dict(self.recorder.fastest),
-            ops_inside_per_call=share.ops_inside_per_call,
-            output_pass_ms=output_pass,
-            device=share.device,
-            calls_per_round=share.calls_per_round,
-            reference_calls_per_round=ref_share.calls_per_round,
-            graph_kernels=share.graph_kernels,
-            own_op_calls=share.own_op_calls,
+        """One shape's work-share profile on inputs drawn from `plan` (`profiling.profile_shape`),
+        its output handed over as `profiled_{tag}{k}.out`."""
+        share, output = profile_shape(
+            self.model, reference, self._draw(plan), plan, request, self.recorder, self.job.device
         )
+        if share.error is not None:
+            return share
+        path = self.job.out_dir / f"profiled_{tag}{k}.out"
+        self._hand_over(output, path)
+        return share.model_copy(update={"file": str(path)})
 
     def one_thread(self, request: WorkShareRequest, median_ms: float) -> None:
         """The CPU's one-thread look (`OneThreadReport`): the default shapes (`request.plans[0]`)

@@ -232,6 +232,7 @@ class CleanFigures(BaseModel):
     median_ms: float = 0.0
     ci_low_ms: float = 0.0
     ci_high_ms: float = 0.0
+    min_ms: float | None = None  # the fastest call (None: from a worker that did not send it)
     one_thread: CleanFigures | None = None
 
 
