@@ -120,7 +120,9 @@ def _clean(median_ms: float, one_thread_ms: float | None) -> CleanFigures:
         s = _stats(one_thread_ms)
         one = CleanFigures(median_ms=s.median_ms, ci_low_ms=s.ci_low_ms, ci_high_ms=s.ci_high_ms)
     s = _stats(median_ms)
-    return CleanFigures(median_ms=s.median_ms, ci_low_ms=s.ci_low_ms, ci_high_ms=s.ci_high_ms, one_thread=one)
+    return CleanFigures(
+        median_ms=s.median_ms, ci_low_ms=s.ci_low_ms, ci_high_ms=s.ci_high_ms, min_ms=s.min_ms, one_thread=one
+    )
 
 
 def _cross_checked(
@@ -139,7 +141,7 @@ def _cross_checked(
     still = judge.slowed_baselines(result.timings, clean_figures)
     looks = [{name: _stats(ms) for name, ms in look.items()} for look in one_thread_looks]
     agrees = judge.agree_at_one_thread(still, looks, clean_figures)
-    return apply(result, judge.judge_baselines(result.timings, clean_figures, still, still, agrees))
+    return apply(result, judge.judge_baselines(result.timings, clean_figures, still, still, agrees, looks))
 
 
 def test_a_stalled_pool_beside_the_candidate_agrees_at_one_thread() -> None:
@@ -163,6 +165,9 @@ def test_a_hook_that_slows_the_baselines_at_any_thread_count_is_tampering() -> N
     result = _cross_checked(3.0, _clean(0.054, 0.011), [{"eager": 2.9}, {"eager": 3.1}])
     assert (result.verdict, result.reason) == (Verdict.REJECTED, Reason.BASELINE_TAMPERED)
     assert not result.speedups
+    # its evidence, for whoever reads the verdict: the fastest calls, and every one-thread look
+    assert "fastest calls: eager 2.9400 ms beside it, 0.0529 ms clean" in result.message
+    assert "with one intra-op thread too (eager 2.9" in result.message and "ms beside it, 0.011" in result.message
 
 
 def test_a_baseline_that_agrees_at_one_thread_explains_no_other() -> None:
