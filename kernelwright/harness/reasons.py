@@ -328,9 +328,13 @@ _ENTRIES = (
         Verdict.REJECTED,
         ("timing", "work_share"),
         "The candidate behaves differently when profiled: its unprofiled timed calls were far faster (under half) "
-        "than the kernels the profiler saw per call (an honest kernel is timed slower than profiled, not faster), or, "
-        "on the CPU, its timed calls spent under half as much of their time inside its own extension as the profile "
-        "showed (the extension's calls are clocked whether profiled or not, so the candidate cannot tell).",
+        "than the kernels the profiler saw per call (an honest kernel is timed slower than profiled, not faster), or "
+        "its timed forward called its extension under half as often as profiled, or, on the CPU, an extension "
+        "function's fastest timed call took under a quarter of its fastest profiled one (the extension's calls are "
+        "counted and clocked whether profiled or not, so the candidate cannot tell). A comparison of times is looked "
+        "at again before it rejects: the default shapes profiled once more, and on a CPU timed with several threads, "
+        "profiled and timed again with one intra-op thread, where a loaded machine's barrier waits cannot inflate "
+        "the profile.",
     ),
     ReasonInfo(
         Reason.BASELINE_TAMPERED,
