@@ -1,7 +1,9 @@
-"""`kernelwright demo`: the real graph on the built-in `relu` problem, driven by a scripted LLM
-session shipped in the package (labelled "scripted" wherever it shows). Builds, fuzzing and timing
-are real and happen on this machine; if reality diverges from the script (a verdict the script did
-not expect, a kernel that does not beat the target here), the demo ends cleanly and says so."""
+"""`kernelwright demo`: the real graph on a built-in problem, driven by a scripted LLM session
+shipped in the package (labelled "scripted" wherever it shows): on a GPU `gelu_layernorm_bf16` at
+its default size, on a CPU `relu` at the small size (`agent/demo.py` says why). Builds, fuzzing and
+timing are real and happen on this machine; if reality diverges from the script (a verdict the
+script did not expect, a kernel that does not beat the target here), the demo ends cleanly and
+says so."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import typer
 
 from kernelwright.cli.context import AppState
 from kernelwright.errors import ExitCode
-from kernelwright.vocabulary import DeviceChoice
+from kernelwright.vocabulary import DeviceChoice, Size
 
 
 def register(app: typer.Typer) -> None:
@@ -27,9 +29,12 @@ def register(app: typer.Typer) -> None:
             Optional[Path], typer.Option("--events-json", help="Write every event as JSON lines.")
         ] = None,
     ) -> int:
-        """Watch the agent loop on `relu` with a scripted LLM: a slow kernel, a build error fixed on
-        retry, a reward hack rejected and explained, then a faster kernel accepted. Real builds,
-        fuzzing and timing; no API key needed. Exits 0 when the run went as scripted."""
+        """Watch the agent loop with a scripted LLM: a slow kernel, a build error fixed on retry, a
+        reward hack rejected and explained, then a faster kernel accepted. On a GPU the problem is
+        `gelu_layernorm_bf16` (GELU then LayerNorm in bf16) at its default size, where a fused
+        kernel beats torch.compile; on a CPU it is `relu` at the small size (the loop, not a speedup
+        that carries to real sizes). Real builds, fuzzing and timing; no API key needed. Exits 0
+        when the run went as scripted."""
         from kernelwright.agent.demo import demo_config
         from kernelwright.agent.scripted import ScriptDiverged, ScriptExhausted
         from kernelwright.cli.agent_run import execute, out
@@ -39,15 +44,17 @@ def register(app: typer.Typer) -> None:
         settings = state.settings()
         chosen = resolve_device(device, settings)
         config = demo_config(settings, chosen)
-        threads = (
-            "; eager, torch.compile and the candidates are all timed on one CPU thread, so a shared machine's "
-            "load does not decide the race"
+        why = (
+            ": a CPU at the default size would spend minutes on each candidate, so the CPU demo shows the loop, "
+            "not a speedup that carries to real sizes; eager, torch.compile and the candidates are all timed on "
+            "one CPU thread, so a shared machine's load does not decide the race"
             if chosen == "cpu"
             else ""
         )
         out.print(
             f"[bold yellow]kernelwright demo (scripted LLM session {config.scripted!r})[/]: the replies are "
-            f"canned; the builds, fuzzing and timing are real, on this machine (relu, --size small{threads}).",
+            f"canned; the builds, fuzzing and timing are real, on this machine ({config.problem}, "
+            f"--size {config.size}{why}).",
             highlight=False,
         )
         start = time.monotonic()
@@ -76,10 +83,11 @@ def register(app: typer.Typer) -> None:
         best = outcome.best
         eager = best["speedups"].get("eager") if best else None
         if best and eager and best["target_baseline"] != "eager" and eager["ci_low"] <= 1.0:
+            small = ": at this small size torch.compile's per-call overhead is much of what it beats"
             out.print(
                 f"note: the accepted kernel beats torch.compile (the target baseline) but not eager here "
-                f"({eager['ratio']:.2f}x [{eager['ci_low']:.2f}-{eager['ci_high']:.2f}]): at this small size "
-                "torch.compile's per-call overhead is much of what it beats.",
+                f"({eager['ratio']:.2f}x [{eager['ci_low']:.2f}-{eager['ci_high']:.2f}])"
+                f"{small if config.size == Size.SMALL else ''}.",
                 highlight=False,
             )
         out.print(f"[bold green]the demo ran as scripted[/] in {seconds:.0f} s (scripted LLM; real harness)")

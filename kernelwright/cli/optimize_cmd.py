@@ -261,7 +261,8 @@ def register(app: typer.Typer) -> None:
             Optional[str],
             typer.Option(
                 "--scripted",
-                help="Use a scripted LLM session shipped with kernelwright (relu-cpu, relu-cuda, relu-triton).",
+                help="Use a scripted LLM session shipped with kernelwright (relu-cpu, relu-cuda, relu-triton, "
+                "gelu_layernorm_bf16-cuda).",
             ),
         ] = None,
         no_memory: Annotated[

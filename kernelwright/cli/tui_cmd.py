@@ -30,7 +30,11 @@ def register(app: typer.Typer) -> None:
         ] = None,
         scripted: Annotated[
             bool,
-            typer.Option("--scripted", help="Drive the run with the demo's scripted LLM session (relu only; no key)."),
+            typer.Option(
+                "--scripted",
+                help="Drive the run with the demo's scripted LLM session (its problem only: relu on a CPU, "
+                "gelu_layernorm_bf16 on a GPU; no key).",
+            ),
         ] = False,
         device: Annotated[
             Optional[DeviceChoice], typer.Option("--device", help="cuda or cpu (default: the GPU if any).")
@@ -56,7 +60,7 @@ def register(app: typer.Typer) -> None:
         Ctrl+P lists every command."""
         from kernelwright.agent import runs
         from kernelwright.agent.configuration import AgentConfig, RunFlags
-        from kernelwright.agent.demo import demo_config
+        from kernelwright.agent.demo import demo_config, demo_for, is_demo_problem
         from kernelwright.tools.evaluate import resolve_device
         from kernelwright.tui.app import make_app
         from kernelwright.tui.launch import RunRequest
@@ -79,8 +83,9 @@ def register(app: typer.Typer) -> None:
                 raise UsageError(f"no report file {report}")
         elif scripted:
             chosen = resolve_device(device, settings)
-            if problem is not None and problem not in ("relu", "1_relu", "level1/1_relu"):
-                raise UsageError(f"the scripted session knows only the 'relu' problem, not {problem!r}")
+            if problem is not None and not is_demo_problem(problem, chosen):
+                known = demo_for(chosen).problem
+                raise UsageError(f"the scripted session on {chosen} knows only the {known!r} problem, not {problem!r}")
             request = RunRequest(config=demo_config(settings, chosen), approve_plans=approve_plans)
         elif problem is not None:
             chosen = resolve_device(device, settings)

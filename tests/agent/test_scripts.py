@@ -13,9 +13,15 @@ from kernelwright.harness.checks.static.analysis import analyze_candidate
 
 
 @pytest.mark.parametrize(
-    ("name", "backend", "rounds"), [("relu-cpu", "cpp", 4), ("relu-cuda", "cuda", 4), ("relu-triton", "triton", 2)]
+    ("name", "backend", "rounds", "dtype"),
+    [
+        ("relu-cpu", "cpp", 4, "float32"),
+        ("relu-cuda", "cuda", 4, "float32"),
+        ("relu-triton", "triton", 2, "float32"),
+        ("gelu_layernorm_bf16-cuda", "cuda", 4, "bfloat16"),
+    ],
 )
-def test_scripted_sessions_are_well_formed(name: str, backend: str, rounds: int) -> None:
+def test_scripted_sessions_are_well_formed(name: str, backend: str, rounds: int, dtype: str) -> None:
     session = SCRIPTS[name]()
     coder = session.script["coder"]
     assert len(coder) == len(session.expected_verdicts)
@@ -26,10 +32,11 @@ def test_scripted_sessions_are_well_formed(name: str, backend: str, rounds: int)
         source, why = extract_code(reply, draft)
         assert source is not None, why
         draft = source
-        analysis = analyze_candidate(source)
+        analysis = analyze_candidate(source, problem_dtype=dtype)
         assert analysis.backend == backend
         codes = {f.code for f in analysis.findings}
         assert ("torch_fallback" in codes) == (expected == "rejected")
+        assert not analysis.rejections, analysis.rejections  # what the static checks reject outright
 
 
 def test_the_wide_session_keys_eight_distinct_correct_cuda_kernels_to_two_rounds_of_four_samples() -> None:

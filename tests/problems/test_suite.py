@@ -244,3 +244,25 @@ def test_every_solution_file_is_in_the_manifest():
     listed = {e["file"] for e in _all_entries()} | {e["problem_file"] for e in _all_entries() if "problem_file" in e}
     on_disk = {p.relative_to(SOLUTIONS).as_posix() for p in SOLUTIONS.rglob("*.py") if not p.name.startswith("_")}
     assert on_disk == listed
+
+
+# --- the GPU demo's problem (issue #29) ---------------------------------------------------------
+
+
+def test_gelu_layernorm_bf16_is_the_own_model_region_with_an_affine_a_kernel_cannot_skip():
+    """The module `nn.Sequential(nn.GELU(), nn.LayerNorm(n))` in bf16 that the own-model flow
+    extracted and measured, with its weight and bias drawn away from ones and zeros."""
+    problem = BY_NAME["gelu_layernorm_bf16"]
+    assert problem.meta.dtype == "bfloat16" and problem.level == 2
+    inst = materialize(problem, "small", seed=0)
+    torch.manual_seed(0)
+    model = inst.make_model().eval()
+    region = torch.nn.Sequential(torch.nn.GELU(), torch.nn.LayerNorm(256, eps=1e-5, dtype=torch.bfloat16)).eval()
+    region[1].load_state_dict({"weight": model.weight, "bias": model.bias})
+    with torch.no_grad():
+        for inputs in inst.input_sets():
+            assert torch.equal(model(*inputs), region(*inputs))
+    assert (model.weight.float() - 1).abs().max() > 0.1 and model.bias.float().abs().max() > 0.1
+    with torch.device("meta"):
+        module = import_module(problem)
+        assert [tuple(x.shape) for x in module.get_inputs()] == [(8, 1024, 4096)]  # the shape measured

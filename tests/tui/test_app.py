@@ -307,3 +307,28 @@ async def test_the_start_screen_builds_the_run_it_describes(tmp_path: Path) -> N
         screen.query_one("#scripted").value = True  # type: ignore[attr-defined]
         scripted = screen.build_request()
         assert scripted.config.scripted == "relu-cpu" and scripted.config.size == "small"
+
+
+async def test_on_a_gpu_the_start_screen_offers_the_gpu_demo_s_problem_to_the_scripted_session() -> None:
+    """The GPU demo runs `gelu_layernorm_bf16` at its default size (issue #29): the start screen
+    highlights it when the GPU is the device offered first, and refuses relu for the scripted run there."""
+    from kernelwright.errors import UsageError
+    from kernelwright.problems.loader import builtin_problems
+    from kernelwright.tui.screens.start import StartChoices, StartScreen
+
+    choices = StartChoices(problems=builtin_problems(), runs=[], devices=[Device.CUDA, Device.CPU])
+    app = make_app(load_settings(), choices=choices, backend=FakeBackend())
+    async with app.run_test(size=(80, 24)):
+        screen = app.screen
+        assert isinstance(screen, StartScreen)
+        assert screen.chosen_problem() == "level2/17_gelu_layernorm_bf16"
+        screen.query_one("#scripted").value = True  # type: ignore[attr-defined]
+        scripted = screen.build_request()
+        assert (scripted.config.problem, scripted.config.size, scripted.config.scripted) == (
+            "gelu_layernorm_bf16",
+            "default",
+            "gelu_layernorm_bf16-cuda",
+        )
+        screen.query_one("#file").value = "relu"  # type: ignore[attr-defined]
+        with pytest.raises(UsageError, match="on cuda knows only the 'gelu_layernorm_bf16' problem, not 'relu'"):
+            screen.build_request()

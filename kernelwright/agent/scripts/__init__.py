@@ -10,11 +10,20 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kernelwright.agent.scripted import ScriptedSession
-from kernelwright.agent.scripts import act_norm_region, mlp_region_cpu, relu_cpu, relu_cuda, relu_cuda_wide, relu_triton
+from kernelwright.agent.scripts import (
+    act_norm_region,
+    gelu_layernorm_cuda,
+    mlp_region_cpu,
+    relu_cpu,
+    relu_cuda,
+    relu_cuda_wide,
+    relu_triton,
+)
 
 SCRIPTS: dict[str, Callable[[], ScriptedSession]] = {
     "relu-cpu": relu_cpu.session,
     "relu-cuda": relu_cuda.session,
+    gelu_layernorm_cuda.NAME: gelu_layernorm_cuda.session,
     "relu-cuda-wide": relu_cuda_wide.session,
     "relu-triton": relu_triton.session,
     mlp_region_cpu.NAME: mlp_region_cpu.session,

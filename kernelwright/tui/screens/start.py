@@ -1,6 +1,7 @@
 """The start screen (`kernelwright tui` with no problem): pick a built-in problem or a file, or an
 earlier run to resume or browse, and the run's model, device, backend, target and rounds. The
-scripted demo session needs no API key (it knows the `relu` problem only, and says so)."""
+scripted demo session needs no API key (it knows the demo's problem of the device only, `relu` on a
+CPU and `gelu_layernorm_bf16` on a GPU, and says so)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from textual.widgets.option_list import Option
 
 from kernelwright.agent import runs
 from kernelwright.agent.configuration import AgentConfig, RunFlags
-from kernelwright.agent.demo import DEMO_PROBLEM, demo_config
+from kernelwright.agent.demo import DEMOS, demo_config, demo_for, is_demo_problem
 from kernelwright.errors import KernelwrightError, UsageError
 from kernelwright.problems import Problem
 from kernelwright.tui.host import AppHost
@@ -99,7 +100,7 @@ class StartScreen(Screen[None]):
                 with Horizontal(classes="pair"):
                     yield Input("8", id="rounds", type="integer", compact=True)
                     yield Input("20", id="cost", type="number", compact=True)
-                yield Checkbox("Scripted LLM (demo: relu)", id="scripted", compact=True)
+                yield Checkbox("Scripted LLM (the demo's problem)", id="scripted", compact=True)
                 yield Checkbox("Approve each plan", id="approve", compact=True)
                 yield Button("Start (Ctrl+R)", id="start", variant="primary", compact=True)
         yield Footer()
@@ -109,7 +110,9 @@ class StartScreen(Screen[None]):
         self.sub_title = "pick a problem, then Ctrl+R"
         problems = self.query_one("#problems", OptionList)
         names = [p.qualified for p in self.choices.problems]
-        wanted = next((i for i, name in enumerate(names) if name.endswith(f"_{DEMO_PROBLEM}")), 0)
+        first = self.choices.devices[0]  # the device selected at first: its demo's problem
+        demo_device = first if first in DEMOS else Device.CPU
+        wanted = next((i for i, name in enumerate(names) if is_demo_problem(name, demo_device)), 0)
         if names:
             problems.highlighted = wanted
         problems.focus()
@@ -147,8 +150,9 @@ class StartScreen(Screen[None]):
         backend = str(self.query_one("#backend", Select).value)
         approve = self.query_one("#approve", Checkbox).value
         if self.query_one("#scripted", Checkbox).value:
-            if not problem.endswith(DEMO_PROBLEM) and Path(problem).stem.split("_", 1)[-1] != DEMO_PROBLEM:
-                raise UsageError(f"the scripted session knows only the {DEMO_PROBLEM!r} problem, not {problem!r}")
+            if not is_demo_problem(problem, device):
+                known = demo_for(device).problem
+                raise UsageError(f"the scripted session on {device} knows only the {known!r} problem, not {problem!r}")
             return RunRequest(config=demo_config(settings, device), approve_plans=approve)
         try:
             target = float(self.query_one("#target", Input).value or 1.0)
