@@ -8,7 +8,7 @@
 #   core    issue #11/#14/#16: the harness GPU tests (every CUDA hack case and oracle, timing,
 #           specs, the adversarial sandbox candidate on the GPU, batch judge on a pinned GPU; every
 #           CUDA case's verdict with timing on is test_gpu_case_gets_its_verdict among them)
-#   agent   issue #15/#18: the scripted CUDA demo end to end (wall time per round), the ncu tests,
+#   agent   issue #15/#18/#29: the scripted CUDA demo end to end at the default size (wall time per round; #29 asks <= 300 s), the ncu tests,
 #           the ask fixtures recorded (copied to $OUT/ask: put them in tests/data/ncu/) and the ask
 #           GPU test
 #   speed   issue #12: per candidate in an EvalSession at the default size, cold build, for relu,
@@ -75,7 +75,7 @@ core)
     ;;
 agent)
     start=$(date +%s)
-    timeout 300 python3 -m kernelwright demo --device cuda --events-json "$OUT/demo-events.jsonl" 2>&1 \
+    timeout 540 python3 -m kernelwright demo --device cuda --events-json "$OUT/demo-events.jsonl" 2>&1 \
         | tee "$OUT/agent-demo.log" | tail -40
     echo "demo: $(( $(date +%s) - start )) s (exit ${PIPESTATUS[0]})" | tee -a "$OUT/agent-demo.log"
     timeout 120 python3 scripts/record_ask_fixtures.py "$OUT/ask" --arch sm_90 2>&1 | tee "$OUT/ask-record.log" | tail -20
