@@ -457,7 +457,7 @@ def main() -> int:
             text, setup = write_ninja(folder, spec)
             cuda_after = mode == "after" and args.lang == "cuda"
             if mode == "after":
-                offered, why = headers._offer(folder, text, pch_folder)
+                offered, why = headers.offer_pch(folder, text, pch_folder)
                 if offered is None:
                     raise SystemExit(f"the precompiled header was not offered: {why}")
                 text = offered
@@ -470,7 +470,7 @@ def main() -> int:
             if mode == "after":  # GCC's -H trace: "! <file>.gch" when it loaded the header
                 assert pch_folder is not None
                 log_text = (folder / "cxx_main.log").read_text() if (folder / "cxx_main.log").is_file() else ""
-                used, _ = headers._header_trace(log_text, pch_folder / "include" / (headers.HEADER + ".gch"))
+                used, _ = headers.header_trace(log_text, pch_folder / "include" / (headers.HEADER + ".gch"))
                 pch_used.append(used)
             result["times"]["torch_setup"] = setup
             result["times"]["total"] = setup + result["times"]["wall"]
