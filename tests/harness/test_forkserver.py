@@ -198,3 +198,34 @@ def test_servers_are_kept_per_environment_and_an_idle_one_gives_way(monkeypatch:
     assert two.stopped and not one.stopped and three is not None  # type: ignore[union-attr]
     three.children = True  # type: ignore[union-attr]
     assert forkserver.server_for({"OMP_NUM_THREADS": "4"}) is None  # every slot busy: start afresh
+
+
+class _ClosedLine:
+    """A server's line that carries one exit report and is then closed under the reader, as
+    `stop_all` does at interpreter exit while a worker's death is being reported."""
+
+    def __init__(self, pid: int, code: int) -> None:
+        self.reports = [json.dumps({"op": "exit", "pid": pid, "code": code}).encode()]
+
+    def recv(self, _size: int) -> bytes:
+        if self.reports:
+            return self.reports.pop()
+        raise OSError(9, "Bad file descriptor")
+
+    def send(self, _data: bytes) -> int:
+        raise OSError(9, "Bad file descriptor")
+
+
+def test_a_death_reported_as_the_line_closes_is_recorded_without_an_error() -> None:
+    """CI once ended `eval` (exit 5, its message right) with a reader thread's traceback as the
+    last line of stderr: the reap answer went out on a line `stop_all` had closed."""
+    server = object.__new__(forkserver.ForkServer)
+    server._sock = _ClosedLine(4242, -9)  # type: ignore[assignment]
+    server._send_lock = forkserver.threading.Lock()
+    server._state = forkserver.threading.Condition()
+    server._ready = forkserver.threading.Event()
+    server._replies = forkserver.queue.Queue()
+    server._codes, server._children, server.dead = {}, {4242}, None
+    server._read()  # raises nothing
+    assert server.returncode(4242) == -9 and server.dead == "its process ended"
+    assert server._replies.get_nowait()["op"] == "failed"  # a waiting fork hears of it

@@ -163,7 +163,10 @@ class ForkServer:
                 with self._state:
                     self._codes[pid] = int(message["code"])
                     self._state.notify_all()
-                self._send({"op": "reap", "pid": pid})
+                # At exit `stop()` may close the line between the report and this answer: the
+                # server is ending then, and the child is reaped by whoever inherits it.
+                with contextlib.suppress(OSError):
+                    self._send({"op": "reap", "pid": pid})
         with self._state:
             self.dead = self.dead or "its process ended"
             for pid in self._children:
