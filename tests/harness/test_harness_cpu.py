@@ -140,7 +140,20 @@ def test_suspicious_speedup_is_reverified_and_a_process_dependent_kernel_fails(
     # reproduce within 2x, and then the fresh process's figures are what is reported.
     assert results[0].verdict.value == "correct" and results[0].suspicious, results[0].message
     assert any(f.code in ("suspicious_speedup", "speedup_not_reproduced") for f in results[0].flags)
-    assert (results[1].verdict.value, results[1].reason) == ("rejected", "unverified_speedup"), results[1].message
+    # Under load the timing beside the cheat may be one the machine could not tell (the baselines
+    # disagree with their clean times, or the interval is too wide): then no speedup is reported,
+    # so nothing asks for a re-verification. The cheat gains no number that way; it is judged
+    # again until a timing stands (CI once withheld it: eager 0.076 ms beside, 0.039 ms clean).
+    cheated = results[1]
+    for _ in range(2):
+        withheld = {f.code for f in cheated.flags} & {"baselines_disagree", "device_contended"}
+        if cheated.verdict.value != "correct" or not withheld:
+            break
+        assert cheated.speedups == {}, cheated.message
+        [cheated] = evaluate(
+            resolve_problem("relu"), [Path(cheated.candidate)], _opts(shared_home, timing=True, suspicious_speedup=0.0)
+        )
+    assert (cheated.verdict.value, cheated.reason) == ("rejected", "unverified_speedup"), cheated.message
 
 
 def test_infinite_loop_times_out_and_the_next_candidate_still_runs(tmp_path: Path, shared_home: Path) -> None:

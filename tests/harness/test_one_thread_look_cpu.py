@@ -78,8 +78,11 @@ def get_init_inputs():
     return []
 """
 
-# Honest: a loaded machine stood in for, slowing every profiled call with several threads.
-LOADED_PROFILE = """        lib.relu(x, y, x.numel(), 3000 if watched() and torch.get_num_threads() > 1 else 0)
+# Honest: a loaded machine stood in for, slowing every profiled call with several threads; by
+# 20 ms, so that the timed calls stay under half of it however loaded the machine running the
+# test is (with 3 ms, a CI run's fastest timed call under load came within 2x: no rule tripped and
+# nothing was left for the look to decide).
+LOADED_PROFILE = """        lib.relu(x, y, x.numel(), 20000 if watched() and torch.get_num_threads() > 1 else 0)
         return y
 """
 # Its kernel on one element, PyTorch doing the work, whenever it is not profiled.
@@ -117,7 +120,7 @@ def _codes(result: EvalResult) -> set[str]:
 def test_a_profile_slowed_with_several_threads_is_acquitted_by_the_look(looked: dict[str, EvalResult]) -> None:
     result = looked["loaded_profile"]
     assert result.verdict.value == "correct", result.message
-    assert "profiled_at_one_thread" in _codes(result)
+    assert "profiled_at_one_thread" in _codes(result), result.message
     # The look leaves the timing standing; the timing itself may still be too noisy to report on a
     # machine this busy (the test suite beside it: the pool stall or a wide interval withholds it).
     contended = [f.message for f in result.flags if f.code == "device_contended"]
@@ -135,4 +138,7 @@ def test_a_kernel_run_only_while_profiled_is_still_rejected(looked: dict[str, Ev
 def test_a_kernel_skipped_only_with_several_threads_gains_no_speedup(looked: dict[str, EvalResult]) -> None:
     result = looked["slice_with_threads"]
     assert result.verdict.value == "correct" and result.speedups == {}, result.message
-    assert "device_contended" in _codes(result)
+    # Idle, the look withholds them (`device_contended`: slower at one thread than two threads
+    # explain). Loaded (a CI run), the baselines' cross-check may withhold them first, and then the
+    # slowed timing may sit within what two threads explain: no speedup either way.
+    assert _codes(result) & {"device_contended", "baselines_disagree"}, result.message
