@@ -34,7 +34,10 @@ On a host without a CUDA torch (this project's CPU machines) `--lang cuda` compi
 import torch, ninja, link) for new candidates, as before #29 (no precompiled header, light header
 or split: `broker_before`) and as now (all three where they fit: `broker_after`, the first request
 of which prepares the header and is not counted): the figure a candidate sees, with the split's
-steps from the build record. It needs a CUDA torch for `--lang cuda`.
+steps from the build record. It needs a CUDA torch for `--lang cuda`. With `--fork`, also as a
+session builds (`broker_forked`: as `broker_after`, each builder forked from the fork server of
+its environment, which a session's worker has already started; its first request, which starts
+the server and prepares the header, is not counted).
 
 Prints one JSON document (also written with --json): medians, min, max and every run, per phase
 and mode. Timings on shared cores are noisy: say where they were taken.
@@ -348,12 +351,19 @@ def _summary(runs: list[dict[str, float]]) -> dict[str, Any]:
     return out
 
 
-def _broker_runs(lang: str, repeats: int, root: Path, pch: bool) -> list[dict[str, float]]:
+def _broker_runs(lang: str, repeats: int, root: Path, pch: bool, fork: bool = False) -> list[dict[str, float]]:
     from kernelwright.harness.building.broker import BuildBroker
 
     # before: as the harness built until #29 (plain); after: what its builder does now
     broker = BuildBroker(
-        root / "cache", {}, timeout_s=900, pausable=False, precompiled_headers=pch, light_cu=pch, nvcc_split=pch
+        root / "cache",
+        {},
+        timeout_s=900,
+        pausable=False,
+        precompiled_headers=pch,
+        light_cu=pch,
+        nvcc_split=pch,
+        fork=fork,
     )
     runs = []
     for i in range(repeats + (1 if pch else 0)):  # with headers: a first request prepares them
@@ -375,9 +385,8 @@ def _broker_runs(lang: str, repeats: int, root: Path, pch: bool) -> list[dict[st
         seconds = time.perf_counter() - start
         if not reply.get("ok"):
             raise SystemExit(f"broker build failed: {str(reply.get('log'))[-3000:]}")
-        print(
-            f"  broker {'after' if pch else 'before'} #{i}: {seconds:.1f} s ({reply.get('headers')})", file=sys.stderr
-        )
+        label = ("forked" if fork else "after") if pch else "before"
+        print(f"  broker {label} #{i}: {seconds:.1f} s ({reply.get('headers')})", file=sys.stderr)
         if pch and i == 0:
             continue
         run = {"handle": seconds}
@@ -398,6 +407,7 @@ def main() -> int:
     parser.add_argument("--arch", default="90", help="compile-only CUDA: the sm_XX to build for")
     parser.add_argument("--work", type=Path, help="where to build (default: a temporary folder)")
     parser.add_argument("--broker", action="store_true", help="also time BuildBroker.handle end to end")
+    parser.add_argument("--fork", action="store_true", help="with --broker: also with builders forked (broker_forked)")
     parser.add_argument(
         "--cu-include",
         action="append",
@@ -498,9 +508,13 @@ def main() -> int:
         if compile_only:
             report["broker"] = "skipped: a CUDA build through the harness needs a CUDA torch"
         else:
-            for mode, pch in (("broker_before", False), ("broker_after", True)):
-                if mode.split("_")[1] in modes:
-                    report.setdefault("phases", {})[mode] = _summary(_broker_runs(args.lang, args.repeats, work, pch))
+            ways = [("broker_before", False, False), ("broker_after", True, False)]
+            if args.fork:
+                ways.append(("broker_forked", True, True))
+            for mode, pch, fork in ways:
+                if ("before" if mode == "broker_before" else "after") in modes:
+                    runs_of = _broker_runs(args.lang, args.repeats, work, pch, fork)
+                    report.setdefault("phases", {})[mode] = _summary(runs_of)
     report["errors"] = errors
     text = json.dumps(report, indent=2)
     print(text)

@@ -4,7 +4,9 @@ writable only in that key's folder. A candidate cannot plant a library for anoth
 
 from __future__ import annotations
 
+import ctypes
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from kernelwright.fastext import build_key, cache_folder
 from kernelwright.harness.building.broker import BuildBroker
 from kernelwright.harness.sandbox import confine
 from kernelwright.harness.session import evaluate
+from kernelwright.harness.workers import forkserver
 from kernelwright.problems import resolve_problem
 from kernelwright.problems.candidate.cache import BUILT_MARK
 from tests.candidates import harness_options, write_case
@@ -154,3 +157,67 @@ def test_a_worker_gone_before_its_answer_ends_the_broker_thread_quietly(tmp_path
     for fd in (request_r, reply_w):  # both ends were closed by the broker
         with pytest.raises(OSError):
             os.fstat(fd)
+
+
+def _server_children() -> dict[int, int | None]:
+    """Every fork server's children this process knows of, with their exit codes (None: running)."""
+    return {pid: server.returncode(pid) for server in forkserver._SERVERS.values() for pid in server._children}
+
+
+@pytest.mark.parametrize("fork", [False, True], ids=["afresh", "forked"])
+def test_a_builder_is_forked_from_the_server_where_asked(tmp_path: Path, fork: bool) -> None:
+    """The builder forked from the fork server (torch already imported there) is the server's
+    child and builds what a builder started afresh builds; without `fork` no child is forked."""
+    before = _server_children()
+    reply = BuildBroker(tmp_path / "cache", {}, timeout_s=120, fork=fork).handle(_fast(name=f"kw_broker_{fork:d}"))
+    assert reply["ok"] and reply["cached"] is False, reply.get("log")
+    new = {pid: code for pid, code in _server_children().items() if pid not in before}
+    assert list(new.values()) == ([0] if fork else []), new
+    library = ctypes.CDLL(reply["library"])
+    out = ctypes.c_int(0)
+    assert library.answer(ctypes.byref(out)) == 0 and out.value == 42
+
+
+@needs_landlock
+def test_a_forked_builder_writes_only_in_its_key_s_folder(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.d"
+    broker = BuildBroker(tmp_path / "cache", {}, timeout_s=120, fork=True)
+    reply = broker.handle(_fast(flags=["-MD", "-MF", str(outside)]))
+    assert not reply["ok"], "the forked builder wrote outside its folder"
+    assert not outside.exists()
+
+
+def test_a_forked_builder_past_its_limit_is_killed_with_its_compiler(tmp_path: Path) -> None:
+    """g++ told to include a FIFO waits on it for ever: the build ends at its limit, the builder
+    and the compiler it started killed, and the reply says why."""
+    fifo = tmp_path / "never.h"
+    os.mkfifo(fifo)
+    before = _server_children()
+    reply = BuildBroker(tmp_path / "cache", {}, timeout_s=3, fork=True).handle(_fast(flags=["-include", str(fifo)]))
+    assert not reply["ok"] and "the build took longer than 3 s" in reply["log"]
+    [pid] = [pid for pid in _server_children() if pid not in before]
+    server = next(s for s in forkserver._SERVERS.values() if pid in s._children)
+    assert server.wait(pid, 30) == -9
+    compilers = [p for p in Path("/proc").iterdir() if p.name.isdigit() and str(fifo) in _cmdline(p)]
+    assert compilers == []
+
+
+def _cmdline(proc: Path) -> str:
+    try:
+        return (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def test_a_builder_whose_server_cannot_start_is_started_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(forkserver, "ZYGOTE_MODULE", "kernelwright.no_such_module")
+    monkeypatch.setattr(forkserver, "_SERVERS", {})
+    monkeypatch.setattr(forkserver, "_FAILED", set())
+    try:
+        reply = BuildBroker(tmp_path / "cache", {}, timeout_s=120, fork=True).handle(_fast(name="kw_broker_afresh"))
+        assert reply["ok"], reply.get("log")
+        assert "cannot start workers" in caplog.text  # tried, and fell back
+    finally:
+        forkserver.stop_all()

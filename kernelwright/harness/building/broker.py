@@ -38,12 +38,12 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from kernelwright.fastext import build_key, locked_folder
 from kernelwright.harness.building import headers, light_header, ninja_runs
 from kernelwright.harness.sandbox.isolation import redact, scrubbed_env
-from kernelwright.harness.workers import live
+from kernelwright.harness.workers import forkserver, live
 from kernelwright.harness.workers.jobs import BUILD_FDS_VAR
 from kernelwright.problems.candidate.cache import BUILT_MARK, BuildCache, cache_key
 
@@ -54,25 +54,58 @@ _MAX_REQUEST = 64 << 20  # one request line: sources of an extension, far below 
 _LOG_TAIL = 20_000
 
 
+BUILDER_MODULE = "kernelwright.harness.building.builder"
 CLOSE_WAIT_S = 10.0  # at most, for killed builds' requests to end (`BuildBroker.close`)
 
 
 class _Builder:
-    """One builder process, registered with `live` (Ctrl-C ends it; a timing phase pauses it)."""
+    """One builder process, registered with `live` (Ctrl-C ends it; a timing phase pauses it):
+    forked from the fork server where `fork` says so and the server can (`forkserver.py`: the
+    builder's imports, torch's among them, are already done there), else started afresh."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], log_file: Path, pausable: bool) -> None:
+    def __init__(self, request_file: Path, env: dict[str, str], log_file: Path, pausable: bool, fork: bool) -> None:
         self.pausable = pausable  # see live.quiet
         self._log = open(log_file, "wb")  # noqa: SIM115 (closed in wait())
-        self.proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._log, env=env, start_new_session=True
-        )
+        self.proc: subprocess.Popen[bytes] | forkserver.ForkedProcess
+        self._out: IO[bytes] | None = None  # the forked builder's stdout (Popen keeps its own)
+        forked = self._fork(request_file, env) if fork else None
+        if forked is not None:
+            self.proc = forked
+        else:
+            argv = [sys.executable, "-m", BUILDER_MODULE, str(request_file)]
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=self._log,
+                env=env,
+                start_new_session=True,
+            )
         self.pid = self.proc.pid
         live.add(self)
 
+    def _fork(self, request_file: Path, env: dict[str, str]) -> forkserver.ForkedProcess | None:
+        read, write = os.pipe()
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        try:
+            argv = ["kernelwright-builder", str(request_file)]
+            forked = forkserver.spawn(argv, env, [devnull, write, self._log.fileno()], [0, 1, 2], entry="builder")
+        finally:
+            os.close(devnull)
+            os.close(write)
+        if forked is None:
+            os.close(read)
+            return None
+        self._out = os.fdopen(read, "rb")
+        return forked
+
     def wait(self, timeout_s: float) -> tuple[int | None, str]:
         try:
-            out, _ = self.proc.communicate(timeout=timeout_s)
-            code: int | None = self.proc.returncode
+            if isinstance(self.proc, subprocess.Popen):
+                out, _ = self.proc.communicate(timeout=timeout_s)
+                code: int | None = self.proc.returncode
+            else:
+                out, code = self._wait_forked(timeout_s)
         except subprocess.TimeoutExpired:
             self.kill()
             out, code = b"", None
@@ -80,6 +113,26 @@ class _Builder:
             self._log.close()
             live.discard(self)
         return code, out.decode(errors="replace")
+
+    def _wait_forked(self, timeout_s: float) -> tuple[bytes, int]:
+        """Its stdout to the end (the compilers it started hold it too, as Popen's pipe) and its
+        exit code, within `timeout_s` together."""
+        out = self._out
+        assert out is not None
+        deadline = time.monotonic() + timeout_s
+        chunks: list[bytes] = []
+
+        def read() -> None:  # to the end: after a kill too, once the last holder is gone
+            with out:
+                chunks.append(out.read())
+
+        reader = threading.Thread(target=read, daemon=True, name="kernelwright-builder-output")
+        reader.start()
+        code = self.proc.wait(timeout_s)
+        reader.join(max(0.0, deadline - time.monotonic()))
+        if reader.is_alive():  # a descendant still holds the pipe past the limit
+            raise subprocess.TimeoutExpired("builder output", timeout_s)
+        return b"".join(chunks), code
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -100,6 +153,7 @@ class BuildBroker:
         precompiled_headers: bool | None = None,
         light_cu: bool | None = None,
         nvcc_split: bool | None = None,
+        fork: bool = False,
     ) -> None:
         """`pausable`: whether a timing phase (`live.quiet`) stops the builders. A GPU evaluation's
         builders run compilers only, on the CPU cores their requester was given (a batch keeps the
@@ -108,12 +162,14 @@ class BuildBroker:
         (`headers.py`); by default unless the environment says KERNELWRIGHT_PCH=0.
         `light_cu`, `nvcc_split`: whether a `load_inline` CUDA build's `.cu` may compile against
         the light `torch/extension.h` (`light_header.py`) and with nvcc's front ends at once
-        (`nvcc_split.py`); by default unless KERNELWRIGHT_LIGHT_CU=0 / KERNELWRIGHT_NVCC_SPLIT=0."""
+        (`nvcc_split.py`); by default unless KERNELWRIGHT_LIGHT_CU=0 / KERNELWRIGHT_NVCC_SPLIT=0.
+        `fork`: builders are forked from the fork server of their environment (the worker's, so
+        the server its worker came from) where it can, else started afresh."""
         self.cache = BuildCache(cache_root)
         self.precompiled_headers = headers.enabled() if precompiled_headers is None else precompiled_headers
         self.light_cu = light_header.enabled() if light_cu is None else light_cu
         self.nvcc_split = ninja_runs.split_enabled() if nvcc_split is None else nvcc_split
-        self.env_extra, self.timeout_s, self.pausable = dict(env_extra), timeout_s, pausable
+        self.env_extra, self.timeout_s, self.pausable, self.fork = dict(env_extra), timeout_s, pausable, fork
         self._builders: set[_Builder] = set()
         self._lock = threading.Lock()
         self._closed = False
@@ -275,8 +331,7 @@ class BuildBroker:
             env = scrubbed_env(os.environ, self.env_extra, home=work / "home", tmp=work / "tmp")
             (work / "home").mkdir()
             (work / "tmp").mkdir()
-            argv = [sys.executable, "-m", "kernelwright.harness.building.builder", str(work / "request.json")]
-            builder = _Builder(argv, env, work / "build.log", self.pausable)
+            builder = _Builder(work / "request.json", env, work / "build.log", self.pausable, self.fork)
             with self._lock:
                 self._builders.add(builder)
             try:

@@ -182,15 +182,18 @@ class ForkServer:
             else:
                 self._sock.send(json.dumps(message).encode())
 
-    def fork(self, argv: list[str], env: dict[str, str], fds: list[int], targets: list[int]) -> ForkedProcess:
-        """A worker running `kernelwright.harness.workers.main` with `argv`, `env` and the
-        descriptors `fds` at the numbers `targets` (0, 1, 2 first); raises ForkUnavailable."""
+    def fork(
+        self, argv: list[str], env: dict[str, str], fds: list[int], targets: list[int], entry: str = "worker"
+    ) -> ForkedProcess:
+        """A process running `entry`'s main (`zygote.ENTRIES`: a worker, or a builder of the
+        trusted build step) with `argv`, `env` and the descriptors `fds` at the numbers
+        `targets` (0, 1, 2 first); raises ForkUnavailable."""
         if not self._patiently(self._ready.wait, START_TIMEOUT_S) or self.dead is not None:
             raise ForkUnavailable(self.dead or f"it did not start within {START_TIMEOUT_S:.0f} s")
         self.last_used = time.monotonic()
         cpus, nice = _caller_placement()
         request: dict[str, Any] = {"op": "fork", "argv": argv, "env": env, "cwd": os.getcwd(), "targets": targets}
-        request |= {"cpus": cpus, "nice": nice}
+        request |= {"cpus": cpus, "nice": nice, "entry": entry}
         with self._fork_lock:
             try:
                 self._send(request, fds)
@@ -322,13 +325,16 @@ def server_for(env: dict[str, str]) -> ForkServer | None:
         return server
 
 
-def spawn(argv: list[str], env: dict[str, str], fds: list[int], targets: list[int]) -> ForkedProcess | None:
-    """Fork a worker from the server for `env`; None when it cannot (start it the old way)."""
+def spawn(
+    argv: list[str], env: dict[str, str], fds: list[int], targets: list[int], entry: str = "worker"
+) -> ForkedProcess | None:
+    """Fork a worker (or another `entry`) from the server for `env`; None when it cannot (start
+    it the old way)."""
     server = server_for(env)
     if server is None:
         return None
     try:
-        return server.fork(argv, env, fds, targets)
+        return server.fork(argv, env, fds, targets, entry)
     except ForkUnavailable as exc:
         log.warning("the fork server cannot start workers (%s); starting them afresh\n%s", exc, server.log_tail())
         with _LOCK:

@@ -10,10 +10,13 @@ be, before the worker's first line runs: its own session, the descriptors the ha
 1, 2 (and the build step's at their numbers), every other descriptor closed (the line to this
 process first of all: a candidate must never be able to ask for an unconfined process), the
 job's environment and working folder. It then runs the worker's `main`, which confines itself
-as it always does; the child is single-threaded after the fork, as the layers need.
+as it always does; the child is single-threaded after the fork, as the layers need. A builder of
+the trusted build step (`building/broker.py`) is forked the same way (`"entry": "builder"`): it
+runs `building/builder.py`'s `main`, which confines itself before it builds anything,
+so a `load_inline` build skips the builder's import of torch.
 
 Protocol: JSON messages on a SOCK_SEQPACKET socket, descriptors passed with them.
-  harness -> here: {"op": "fork", "argv", "env", "cwd", "targets"} + fds; {"op": "reap", "pid"}
+  harness -> here: {"op": "fork", "argv", "env", "cwd", "targets", "entry"} + fds; {"op": "reap", "pid"}
   here -> harness: {"op": "ready"} once; {"op": "forked", "pid"} or {"op": "failed", "error"} per
   fork; {"op": "exit", "pid", "code"} when a child ends (code as Popen's returncode: -N for a
   signal). A child is reaped only when the harness says so, so its pid is never reused while the
@@ -33,6 +36,7 @@ import sys
 import tempfile
 import traceback
 import warnings
+from importlib import import_module
 from typing import Any
 
 MAX_FDS = 16
@@ -136,9 +140,8 @@ def _become_worker(request: dict[str, Any], fds: list[int]) -> int:
     sys.stdin = open(0, closefd=False)  # noqa: SIM115 (the process's own stdin, for its life)
     sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
     sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
-    from kernelwright.harness.workers import main
-
-    return main.main(sys.argv)
+    entry = import_module(ENTRIES[request.get("entry", "worker")])
+    return int(entry.main(sys.argv))
 
 
 def _fork(sock: socket.socket, wake: tuple[int, int], request: dict[str, Any], fds: list[int]) -> int:
@@ -217,6 +220,9 @@ def serve(sock: socket.socket) -> int:
 
 
 _START_CWD = os.getcwd()
+# What a forked child may become: `python -m MODULE ARGV...` for these modules only (named, not
+# imported: the builder's module sits in a layer above this one, and the zygote is only its launcher).
+ENTRIES = {"worker": "kernelwright.harness.workers.main", "builder": "kernelwright.harness.building.builder"}
 
 
 def main(argv: list[str]) -> int:
