@@ -170,3 +170,37 @@ def test_the_look_is_taken_only_for_times_compared_with_several_cpu_threads() ->
     counted = judge_profile_consistency({"candidate": _calls(1.46)}, "cpu", share, skipped)
     assert counted is not None and "times" in (counted.message or "")
     assert not needs_one_thread_look(counted, "cpu", share, skipped)
+
+
+def test_after_a_timing_the_load_withheld_the_look_still_catches_work_skipped_when_not_profiled() -> None:
+    """CI's false acceptance: `slice_unless_profiled` on a CPU oversubscribed 4-fold, its timing
+    withheld as a thread-pool stall (eager 7.97 ms a call with 2 threads, 0.48 ms with one). Its
+    one-element kernel call waited at the parallel region's barrier as long as the whole call
+    profiled, so with 2 threads no rule found anything: `correct`, without a speedup. The look
+    at one thread sees the kernel's one-element call for what it is."""
+    timing = _timing(1.1e-3)  # the one-element call, waiting for the pool's second thread
+    timings = {"candidate": _calls(8.0)}
+    share = [_profile(1.4e-3)]
+    assert judge_profile_consistency(timings, "cpu", share, timing) is None  # nothing to see with 2 threads
+    assert needs_one_thread_look(None, "cpu", share, timing, untold=True)
+    decision = judge_at_one_thread(None, _look(0.69e-3, 0.01e-3, 0.45), timing, timings["candidate"])
+    assert decision is not None and (decision.verdict, decision.reason) == (Verdict.REJECTED, Reason.PROFILE_MISMATCH)
+    assert "too busy to compare" in decision.message and "with one intra-op thread" in decision.message
+
+
+def test_after_a_withheld_timing_an_honest_look_changes_nothing() -> None:
+    """An honest kernel under the same load: at one thread profile and timing agree; the verdict
+    stands, its speedups already withheld, and no acquittal is claimed. A look that failed leaves
+    it so, with a note."""
+    timing = _timing(1.4e-3)
+    timings = {"candidate": _calls(8.0)}
+    assert judge_at_one_thread(None, _look(0.7e-3, 0.68e-3, 0.7), timing, timings["candidate"]) is None
+    failed = judge_at_one_thread(None, None, timing, timings["candidate"])
+    assert failed is not None and failed.verdict is None and "look" in failed.note
+
+
+def test_the_look_after_a_timing_is_taken_only_when_the_load_withheld_it() -> None:
+    timing, share = _timing(1.1e-3), [_profile(1.4e-3)]
+    assert not needs_one_thread_look(None, "cpu", share, timing, untold=False)  # a trusted timing: nothing to ask
+    assert not needs_one_thread_look(None, "cpu", share, _timing(1.1e-3, threads=1), untold=True)  # one thread already
+    assert not needs_one_thread_look(None, "cuda", share, timing, untold=True)  # no thread pool in a GPU's times

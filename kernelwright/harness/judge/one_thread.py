@@ -44,24 +44,39 @@ ONE_THREAD_MARGIN_MS = 0.05  # a call's fixed costs (Python, dispatch), which th
 
 
 def needs_one_thread_look(
-    decision: Decision | None, device: str, shares: Sequence[Share], timing: TimingReport | None
+    decision: Decision | None,
+    device: str,
+    shares: Sequence[Share],
+    timing: TimingReport | None,
+    untold: bool = False,
 ) -> bool:
-    """Whether `decision` (`judge_profile_consistency`'s) is a rejection on a comparison of times
-    taken with several CPU threads: then the one-thread look decides it."""
-    if decision is None or decision.verdict != Verdict.REJECTED or decision.reason != Reason.PROFILE_MISMATCH:
-        return False
+    """Whether the one-thread look decides the timed-vs-profiled rules after `decision`
+    (`judge_profile_consistency`'s, with several CPU threads): when it is a rejection on a
+    comparison of times, or when it found nothing but the timing was one the machine could not
+    tell (`untold`: its speedups withheld for the load). Oversubscribed, every parallel region
+    waits for a descheduled thread, a kernel's one-element call as long as its whole one: CI once
+    judged a kernel that runs on one element unless profiled (PyTorch doing the work) `correct`
+    that way, its timing withheld as a thread-pool stall. At one thread nothing waits."""
     if device != "cpu" or timing is None or timing.threads <= 1 or not shares or shares[0].error is not None:
+        return False
+    if decision is None:
+        return untold and skipped_calls(shares[0], timing) is None
+    if decision.verdict != Verdict.REJECTED or decision.reason != Reason.PROFILE_MISMATCH:
         return False
     return skipped_calls(shares[0], timing) is None
 
 
 def judge_at_one_thread(
-    first: Decision, look: OneThreadReport | None, timing: TimingReport, timed: TimingStats
-) -> Decision:
-    """`first` (a `profile_mismatch` with `timing.threads` threads) decided again on the one-thread
-    `look` (None, or without its profile or timing: the look failed and `first` stands); `timed`:
-    the candidate's figures in the timing phase."""
+    first: Decision | None, look: OneThreadReport | None, timing: TimingReport, timed: TimingStats
+) -> Decision | None:
+    """`first` (a `profile_mismatch` with `timing.threads` threads, or None: nothing found by a
+    timing the load withheld) decided again on the one-thread `look` (None, or without its
+    profile or timing: the look failed and `first` stands); `timed`: the candidate's figures in
+    the timing phase."""
     if look is None or look.fatal or look.share is None or look.share.error is not None or look.timed is None:
+        if first is None:  # the speedups are withheld already; the verdict stands unconfirmed
+            note = f"; the one-thread look after a timing the load withheld failed: {_missing(look)}"
+            return Decision(note=note)
         return replace(first, note=f"{first.note} (the one-thread look failed: {_missing(look)})")
     at_one = TimingReport(
         result=TimedRun(fns={}),
@@ -72,6 +87,14 @@ def judge_at_one_thread(
     )
     again = judge_profile_consistency({"candidate": look.timed}, "cpu", [look.share], at_one)
     threads = timing.threads
+    if first is None:  # after a withheld timing: only a rejection at one thread changes anything
+        if again is None or again.verdict != Verdict.REJECTED:
+            return None
+        message = (
+            f"with {threads} threads the machine was too busy to compare the timed calls with the profiled ones "
+            f"(the timing's speedups withheld); with one intra-op thread: {again.message}"
+        )
+        return ending(Verdict.REJECTED, Reason.PROFILE_MISMATCH, message, clear_speedups=True)
     if again is not None:
         message = f"{first.message} (with {threads} threads); with one intra-op thread as well: {again.message}"
         return ending(Verdict.REJECTED, Reason.PROFILE_MISMATCH, message, clear_speedups=True)

@@ -40,6 +40,11 @@ def cpu_pressure(path: Path = Path("/proc/pressure/cpu")) -> float | None:
         return None
 
 
+# Flags of a timing whose speedups were withheld because the machine was busy (`judge/timing.py`,
+# `phases/cross_check.py`): its comparison of times says nothing either way.
+WITHHELD_FOR_LOAD = frozenset({"device_contended", "baselines_disagree"})
+
+
 def run_timing(
     ctx: Context, worker: WorkerProcess, result: EvalResult, request: WorkShareRequest, shares: list[Share]
 ) -> EvalResult:
@@ -77,8 +82,8 @@ def run_timing(
     if result.verdict != Verdict.CORRECT:
         return result
     decision = share_rules.judge_profile_consistency(result.timings, result.device, shares, report)
-    if needs_one_thread_look(decision, result.device, shares, report):
-        assert decision is not None
+    untold = any(f.code in WITHHELD_FOR_LOAD for f in result.flags)
+    if needs_one_thread_look(decision, result.device, shares, report, untold):
         timed = result.timings["candidate"]
         look = one_thread_look(ctx, worker, result, request, timed.median_ms)
         if result.verdict != Verdict.CORRECT:
