@@ -131,8 +131,13 @@ def test_a_profile_slowed_with_several_threads_is_acquitted_by_the_look(looked: 
 
 def test_a_kernel_run_only_while_profiled_is_still_rejected(looked: dict[str, EvalResult]) -> None:
     result = looked["slice_unless_profiled"]
-    assert (result.verdict.value, result.reason.value if result.reason else None) == ("rejected", "profile_mismatch")
-    assert "with one intra-op thread as well" in result.message
+    assert (result.verdict.value, result.reason.value if result.reason else None) == (
+        "rejected",
+        "profile_mismatch",
+    ), result.message
+    # Rejected at one thread: after a disagreement with two threads ("as well"), or, on a machine
+    # too busy for the two-thread comparison (its timing withheld), by the look alone.
+    assert "with one intra-op thread as well" in result.message or "too busy to compare" in result.message
 
 
 def test_a_kernel_skipped_only_with_several_threads_gains_no_speedup(looked: dict[str, EvalResult]) -> None:
