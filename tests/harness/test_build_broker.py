@@ -221,3 +221,17 @@ def test_a_builder_whose_server_cannot_start_is_started_afresh(
         assert "cannot start workers" in caplog.text  # tried, and fell back
     finally:
         forkserver.stop_all()
+
+
+def test_an_interrupt_while_a_builder_is_forked_leaves_no_descriptor_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(*_: object, **__: object) -> None:
+        raise KeyboardInterrupt("interrupted: no new worker starts")
+
+    monkeypatch.setattr(forkserver, "spawn", interrupted)
+    broker = BuildBroker(tmp_path / "cache", {}, timeout_s=60, fork=True)
+    before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(KeyboardInterrupt):
+        broker.handle(_fast(name="kw_broker_interrupted"))
+    assert len(os.listdir("/proc/self/fd")) == before

@@ -68,19 +68,23 @@ class _Builder:
         self._log = open(log_file, "wb")  # noqa: SIM115 (closed in wait())
         self.proc: subprocess.Popen[bytes] | forkserver.ForkedProcess
         self._out: IO[bytes] | None = None  # the forked builder's stdout (Popen keeps its own)
-        forked = self._fork(request_file, env) if fork else None
-        if forked is not None:
-            self.proc = forked
-        else:
-            argv = [sys.executable, "-m", BUILDER_MODULE, str(request_file)]
-            self.proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=self._log,
-                env=env,
-                start_new_session=True,
-            )
+        try:
+            forked = self._fork(request_file, env) if fork else None
+            if forked is not None:
+                self.proc = forked
+            else:
+                argv = [sys.executable, "-m", BUILDER_MODULE, str(request_file)]
+                self.proc = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=self._log,
+                    env=env,
+                    start_new_session=True,
+                )
+        except BaseException:  # an interrupt while the server started, say: nothing left open
+            self._log.close()
+            raise
         self.pid = self.proc.pid
         live.add(self)
 
@@ -90,6 +94,9 @@ class _Builder:
         try:
             argv = ["kernelwright-builder", str(request_file)]
             forked = forkserver.spawn(argv, env, [devnull, write, self._log.fileno()], [0, 1, 2], entry="builder")
+        except BaseException:
+            os.close(read)
+            raise
         finally:
             os.close(devnull)
             os.close(write)
