@@ -60,8 +60,9 @@ def needs_one_thread_look(
     if device != "cpu" or timing is None or timing.threads <= 1 or not shares or shares[0].error is not None:
         return False
     if decision is None:
-        return untold and skipped_calls(shares[0], timing) is None
-    if decision.verdict != Verdict.REJECTED or decision.reason != Reason.PROFILE_MISMATCH:
+        if not untold:
+            return False
+    elif decision.verdict != Verdict.REJECTED or decision.reason != Reason.PROFILE_MISMATCH:
         return False
     return skipped_calls(shares[0], timing) is None
 
