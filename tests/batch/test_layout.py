@@ -241,3 +241,36 @@ def test_a_bad_optimize_flag_ends_the_command_before_any_worker(
     assert run_cli([*argv, "--quiet"]) == 2
     assert "--backend cuda needs --device cuda" in capsys.readouterr().err
     assert not (tmp_path / "o" / "logs").exists()
+
+
+def test_load_inline_copies_of_the_slice_pass_static_analysis_as_their_originals(tmp_path: Path) -> None:
+    """scripts/gen_inline_slice.py (issue #29's KernelBench-form slice): each copy calls its
+    extension's functions directly, so the static analysis finds what it finds in the fast-form
+    original, reject for reject; a copy that hid the calls behind a namespace object was
+    `kernel_not_launched` for all 46 files on an H200 (2026-11-28)."""
+    import subprocess
+
+    from kernelwright.harness.checks.static.analysis import analyze_candidate
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "inline"
+    done = subprocess.run(
+        [sys.executable, str(root / "scripts" / "gen_inline_slice.py"), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    entries = json.loads((out / "expected.json").read_text())
+    assert len(entries) == len(json.loads((LEVEL1_CUDA / "expected.json").read_text()))
+    for e in entries:
+        dtype = resolve_problem(e["problem"]).meta.dtype
+        text = (out / e["file"]).read_text()
+        assert "load_inline(" in text and "load_kernels" not in text and "\nlib." not in text, e["file"]
+
+        def rejects(source: str, dtype: str = dtype) -> set[str]:
+            return {f.code for f in analyze_candidate(source, problem_dtype=dtype).findings if f.severity == "reject"}
+
+        assert rejects(text) == rejects((LEVEL1_CUDA / e["file"]).read_text()), e["file"]
+        assert "kernel_not_launched" not in rejects(text), e["file"]
