@@ -466,6 +466,81 @@ def test_launch_on_current_stream_variable_is_fine() -> None:
     assert analyze_candidate(cuda_candidate(cuda_src=src)).findings == ()
 
 
+FAST_SRC = r"""
+#include <cstdint>
+#include <cuda_runtime.h>
+__global__ void relu_kernel(const float* x, float* y, int64_t n) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+extern "C" int relu(const float* x, float* y, int64_t n, cudaStream_t stream) {
+    BODY
+    relu_kernel<<<(unsigned)((n + 255) / 256), 256, 0, stream>>>(x, y, n);
+    return (int)cudaGetLastError();
+}
+EXTRA
+"""
+
+
+def fast_candidate(body: str = "", extra: str = "", signature: str = "ptr, ptr, i64, stream") -> str:
+    """A kernelwright.fastext candidate: the loader fills the launcher's `stream` parameter with
+    the current stream when Python calls it (never passed from Python)."""
+    source = FAST_SRC.replace("BODY", body).replace("EXTRA", extra)
+    return (
+        "import torch\nimport torch.nn as nn\nfrom kernelwright.fastext import load_kernels\n\n"
+        f'SOURCE = r"""{source}"""\n'
+        f'lib = load_kernels("kw_relu", SOURCE, {{"relu": "{signature}"}}, lang="cuda")\n\n\n'
+        "class ModelNew(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        y = torch.empty_like(x)\n"
+        "        lib.relu(x, y, x.numel())\n"
+        "        return y\n"
+    )
+
+
+def test_a_fastext_launchers_loader_filled_stream_is_the_current_stream() -> None:
+    """The fastext loader passes torch's current stream for a `stream` parameter: launching on it
+    is not a side stream (every fast-form candidate was flagged `side_stream` before)."""
+    assert "side_stream" not in codes(analyze_candidate(fast_candidate()))
+
+
+def test_a_fastext_launcher_called_under_a_side_stream_made_current_is_rejected() -> None:
+    """The loader passes whatever stream is current: a forward that makes its own stream current
+    around the call is the Python side's side stream (and the profile's stream check's)."""
+    source = fast_candidate().replace(
+        "        lib.relu(x, y, x.numel())\n",
+        "        with torch.cuda.stream(torch.cuda.Stream()):\n            lib.relu(x, y, x.numel())\n",
+    )
+    assert "with torch.cuda.stream" in source
+    assert "side_stream" in codes(analyze_candidate(source), "reject")
+
+
+@pytest.mark.parametrize(
+    ("body", "extra", "signature", "severity"),
+    [
+        # the parameter replaced inside the launcher: a side stream
+        ("cudaStreamCreate(&stream);", "", "ptr, ptr, i64, stream", "reject"),
+        ("stream = other_stream();", "cudaStream_t other_stream();", "ptr, ptr, i64, stream", "flag"),
+        # the launcher called from its own C++ with a stream of the source's choosing
+        (
+            "",
+            'extern "C" int relu2(const float* x, float* y, int64_t n) { cudaStream_t s = nullptr; '
+            "cudaStreamCreateWithFlags(&s, 1); return relu(x, y, n, s); }",
+            "ptr, ptr, i64, stream",
+            "flag",
+        ),
+        # the loader fills no stream here: the last argument is a number passed from Python
+        ("", "", "ptr, ptr, i64, i64", "flag"),
+    ],
+)
+def test_a_launcher_stream_the_loader_may_not_have_filled_is_not_trusted(
+    body: str, extra: str, signature: str, severity: str
+) -> None:
+    found = [f for f in analyze_candidate(fast_candidate(body, extra, signature)).findings if f.code == "side_stream"]
+    assert found, "no side_stream finding"
+    assert severity in {f.severity for f in found}
+
+
 def test_python_side_stream_and_threads() -> None:
     source = cuda_candidate(
         forward="s = torch.cuda.Stream()\nwith torch.cuda.stream(s):\n    return relu.relu_cuda(x)",

@@ -113,11 +113,13 @@ def analyze_candidate(source: str, *, problem_dtype: str = "float32") -> Candida
     fp32 = problem_dtype.lower() in _FP32
     sink = FindingSink()
     sources = []
+    loader_streams: list[dict[str, int]] = []  # per source, as `sources`
     for ext in module.extensions:
         label = f"extension '{ext.name}'" if ext.name else "extension"
         sources.append((ext.cpp, f"cpp_sources of {label}"))
         sources.append((ext.cuda, f"cuda_sources of {label}"))
-    cpp = analyze_sources(sources, fp32=fp32, sink=sink)
+        loader_streams += [{}, ext.loader_streams]
+    cpp = analyze_sources(sources, fp32=fp32, sink=sink, loader_streams=loader_streams)
     ModuleRules(module, fp32=fp32, sink=sink).run()
     ext_functions = {f for ext in module.extensions for f in ext.functions} | cpp.bound_functions
     custom_ops = find_custom_ops(module, sources, set(cpp.kernels), ext_functions, sink)

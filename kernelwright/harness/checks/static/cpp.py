@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
@@ -77,6 +78,13 @@ def _qualified(node: Node | None) -> str:
     return "".join(text(node).split()).split("<")[0]
 
 
+def _function_declarator(definition: Node) -> Node | None:
+    declarator = definition.child_by_field_name("declarator")
+    while declarator is not None and declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    return declarator
+
+
 def _enclosing_function(node: Node) -> Node | None:
     parent = node.parent
     while parent is not None and parent.type != "function_definition":
@@ -91,8 +99,18 @@ def _is_device_code(function: Node | None) -> bool:
 class _SourceChecker:
     """Checks one embedded source; findings carry candidate-file lines where they can be mapped."""
 
-    def __init__(self, source: Resolved, label: str, fp32: bool, facts: CppFacts, sink: FindingSink) -> None:
+    def __init__(
+        self,
+        source: Resolved,
+        label: str,
+        fp32: bool,
+        facts: CppFacts,
+        sink: FindingSink,
+        loader_streams: Mapping[str, int] | None = None,
+    ) -> None:
         self.source = source
+        # fastext launchers: function -> the parameter its loader fills with the current stream
+        self.loader_streams = dict(loader_streams or {})
         self.label = label
         self.fp32 = fp32
         self.facts = facts
@@ -161,9 +179,7 @@ class _SourceChecker:
             self.good_streams.add(name)
 
     def _kernel_definition(self, node: Node) -> None:
-        declarator = node.child_by_field_name("declarator")
-        while declarator is not None and declarator.type != "function_declarator":
-            declarator = declarator.child_by_field_name("declarator")
+        declarator = _function_declarator(node)
         if declarator is None:
             return
         name = _function_name(declarator.child_by_field_name("declarator"))
@@ -224,9 +240,40 @@ class _SourceChecker:
             return
         if "getStreamFromPool" in names or names & self.bad_streams:
             self.add("side_stream", f"Launches on a non-default stream '{text(stream)}'", call, "reject")
-        elif not (names & _CURRENT_STREAM or names & self.good_streams):
+        elif not (names & _CURRENT_STREAM or names & self.good_streams or self._loader_stream(call, stream)):
             what = f"Launches on stream '{text(stream)}', which is not provably the current stream"
             self.add("side_stream", what, call, "flag")
+
+    def _loader_stream(self, call: Node, stream: Node) -> bool:
+        """Whether `stream` is the parameter that `kernelwright.fastext` fills with the current
+        stream when Python calls this launcher (`{"fn": "..., stream"}`): only while the launcher is
+        called from Python alone (no call of it in the sources, which could pass another stream)
+        and the parameter is never assigned in it."""
+        function = _enclosing_function(call)
+        if stream.type != "identifier" or function is None:
+            return False
+        declarator = _function_declarator(function)
+        if declarator is None:
+            return False
+        name = _function_name(declarator.child_by_field_name("declarator"))
+        index = self.loader_streams.get(name)
+        parameters = declarator.child_by_field_name("parameters")
+        if index is None or parameters is None:
+            return False
+        declared = [p for p in parameters.named_children if p.type == "parameter_declaration"]
+        if index >= len(declared) or _declared_name(declared[index]) != text(stream):
+            return False
+        for node in walk(self.root):
+            if node.type == "call_expression" and _function_name(node.child_by_field_name("function")) == name:
+                return False
+        for node in walk(function):
+            if node.type in ("assignment_expression", "update_expression"):
+                target = node.child_by_field_name("left") or node.child_by_field_name("argument")
+                if target is not None and text(stream) in _leaves(target):
+                    return False
+            elif node.type == "pointer_expression" and text(stream) in _leaves(node):
+                return False  # its address taken: written through a pointer
+        return True
 
     def _declaration(self, node: Node) -> None:
         declarators = node.children_by_field_name("declarator")
@@ -392,13 +439,22 @@ def _declared_name(declarator: Node) -> str:
     return text(node) if node is not None else text(declarator)
 
 
-def analyze_sources(sources: list[tuple[Resolved, str]], *, fp32: bool, sink: FindingSink) -> CppFacts:
-    """Check every embedded source; `sources` pairs a resolved source with a label for messages."""
+def analyze_sources(
+    sources: list[tuple[Resolved, str]],
+    *,
+    fp32: bool,
+    sink: FindingSink,
+    loader_streams: Sequence[Mapping[str, int]] | None = None,
+) -> CppFacts:
+    """Check every embedded source; `sources` pairs a resolved source with a label for messages;
+    `loader_streams`, one per source, names the fastext launchers whose stream parameter the
+    loader fills (function -> parameter index)."""
     facts = CppFacts()
-    for source, label in sources:
+    streams = list(loader_streams or [])
+    for i, (source, label) in enumerate(sources):
         if not source.text.strip():
             continue
-        checker = _SourceChecker(source, label, fp32, facts, sink)
+        checker = _SourceChecker(source, label, fp32, facts, sink, streams[i] if i < len(streams) else None)
         checker.run()
         for node in walk(checker.root):
             if node.type == "identifier" and node.parent is not None and node.parent.type != "function_declarator":

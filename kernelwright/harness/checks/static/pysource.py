@@ -75,6 +75,8 @@ class ExtensionCall:
     file_sources: tuple[str, ...] = ()  # `load(sources=[...])` file names
     with_cuda: bool = False
     holders: set[str] = field(default_factory=set)  # names the built module is bound to
+    # fastext launchers: function -> the C parameter the loader fills with the current stream
+    loader_streams: dict[str, int] = field(default_factory=dict)
 
     def frozen(self) -> Extension:
         return Extension(
@@ -274,16 +276,20 @@ class PyModule:
         node = args.get("functions")
         if node is not None and node.type == "identifier" and text(node) in self.assigns:
             node = self.assigns[text(node)]
+        streams: dict[str, int] = {}
         if node is not None and node.type == "dictionary":
-            keys = [
-                self.resolve_string(pair.child_by_field_name("key"))
-                for pair in node.named_children
-                if pair.type == "pair"
-            ]
+            pairs = [pair for pair in node.named_children if pair.type == "pair"]
+            keys = [self.resolve_string(pair.child_by_field_name("key")) for pair in pairs]
             functions, functions_ok = tuple(k.text for k in keys if k.ok), all(k.ok for k in keys)
+            for key, pair in zip(keys, pairs, strict=True):
+                signature = self.resolve_string(pair.child_by_field_name("value"))
+                kinds = [k.strip() for k in signature.text.split(",")] if key.ok and signature.ok else []
+                if kinds.count("stream") == 1:  # the loader's rule: at most one, filled in, never passed
+                    streams[key.text] = kinds.index("stream")
         cpp, cuda = (_EMPTY, source) if lang == "cuda" else (source, _EMPTY)
         ext = ExtensionCall(call, self._ext_name(args), cpp, cuda, functions, functions_ok, with_cuda=lang == "cuda")
         ext.holders = self._holders(call)
+        ext.loader_streams = streams if lang == "cuda" else {}
         return ext
 
     def _arguments(self, call: Node, order: tuple[str, ...]) -> dict[str, Node]:
