@@ -42,8 +42,12 @@
 #           scripted optimisation, verify, both exports, the package used without kernelwright)
 #   build   issue #29: a cold load_inline CUDA build, before and after the build step's adjustments,
 #           phase by phase and end to end (scripts/bench_build.py --lang cuda --broker)
+#   inline  issue #29: 100 cold level-1 candidates in KernelBench's load_inline form
+#           (scripts/gen_inline_slice.py) judged on one GPU, against their expected verdicts
+#   forkgpu issue #29: CUDA workers forked from the fork server (KERNELWRIGHT_FORKSERVER=all): the
+#           harness GPU tests forked, then relu's fast form per candidate in a session, afresh and forked
 set -uo pipefail
-phase=${1:?usage: scripts/gpu_runbook.sh core|agent|speed|ipc|sandbox|batch|bundled|search|multi1|multi2|multi3|fr|ownmodel|build}
+phase=${1:?usage: scripts/gpu_runbook.sh core|agent|speed|ipc|sandbox|batch|bundled|search|multi1|multi2|multi3|fr|ownmodel|build|inline|forkgpu}
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 KERNELWRIGHT_HOME=${KERNELWRIGHT_HOME:-/tmp/kwhome}
@@ -198,8 +202,28 @@ build)
         --json "$OUT/bench_build_cuda.json" > "$OUT/bench_build.log" 2>&1
     echo "bench_build exit $?"; tail -30 "$OUT/bench_build.log"
     ;;
+inline)
+    python3 scripts/gen_inline_slice.py || exit 5
+    rm -rf .gpuwork/batch-inline /tmp/kw-inline
+    KERNELWRIGHT_HOME=/tmp/kw-inline timeout -k 10 "${INLINE_S:-540}" python3 scripts/bench_batch.py --device cuda \
+        --from-slice benchmarks/level1_cuda_inline --n 100 --cold-builds --workers 1 --out .gpuwork/batch-inline \
+        --json "$OUT/batch-inline.json" 2>"$OUT/batch-inline.log" | grep -v '^    ' | tail -40
+    echo "inline batch exit ${PIPESTATUS[0]}"; tail -3 "$OUT/batch-inline.log"
+    keep batch-inline
+    ;;
+forkgpu)
+    KERNELWRIGHT_FORKSERVER=all timeout 330 "${pytest_gpu[@]}" -m gpu -n 8 --deselect "$timed" --dist loadgroup \
+        --timeout 310 tests/harness/test_harness_gpu.py tests/harness/test_sandbox_adversarial.py 2>&1 \
+        | tee "$OUT/forkgpu-pytest.log" | tail -30
+    KERNELWRIGHT_FORKSERVER=all timeout 150 "${pytest_gpu[@]}" -m gpu "$timed" 2>&1 | tail -5 | tee -a "$OUT/forkgpu-pytest.log"
+    for mode in cpu all; do  # cpu: CUDA workers started afresh (today's default); all: forked
+        KERNELWRIGHT_FORKSERVER=$mode KERNELWRIGHT_HOME=/tmp/kw-fork-$mode timeout 150 python3 scripts/bench_harness.py \
+            --device cuda --size default --problem relu --forms cuda_fast --mode session --runs 2 \
+            --out "$OUT/forkgpu-$mode.json" 2>&1 | tee "$OUT/forkgpu-$mode.log" | tail -20
+    done
+    ;;
 *)
-    echo "unknown phase $phase (core, agent, speed, ipc, sandbox, batch, bundled, search, multi1, multi2, multi3, fr, ownmodel, build)" >&2
+    echo "unknown phase $phase (core, agent, speed, ipc, sandbox, batch, bundled, search, multi1, multi2, multi3, fr, ownmodel, build, inline, forkgpu)" >&2
     exit 2
     ;;
 esac
