@@ -529,6 +529,15 @@ def test_a_fastext_launcher_called_under_a_side_stream_made_current_is_rejected(
             "ptr, ptr, i64, stream",
             "flag",
         ),
+        # ... or through a pointer to it, which no call by name shows
+        (
+            "",
+            "cudaStream_t other_stream();\n"
+            'extern "C" int relu2(const float* x, float* y, int64_t n) { auto f = &relu; '
+            "return f(x, y, n, other_stream()); }",
+            "ptr, ptr, i64, stream",
+            "flag",
+        ),
         # the loader fills no stream here: the last argument is a number passed from Python
         ("", "", "ptr, ptr, i64, i64", "flag"),
     ],

@@ -247,8 +247,9 @@ class _SourceChecker:
     def _loader_stream(self, call: Node, stream: Node) -> bool:
         """Whether `stream` is the parameter that `kernelwright.fastext` fills with the current
         stream when Python calls this launcher (`{"fn": "..., stream"}`): only while the launcher is
-        called from Python alone (no call of it in the sources, which could pass another stream)
-        and the parameter is never assigned in it."""
+        reached from Python alone (its name used nowhere in the sources but where it is declared:
+        a call or a pointer to it could pass another stream) and the parameter is never assigned
+        in it."""
         function = _enclosing_function(call)
         if stream.type != "identifier" or function is None:
             return False
@@ -264,7 +265,8 @@ class _SourceChecker:
         if index >= len(declared) or _declared_name(declared[index]) != text(stream):
             return False
         for node in walk(self.root):
-            if node.type == "call_expression" and _function_name(node.child_by_field_name("function")) == name:
+            declaration = node.parent is not None and node.parent.type == "function_declarator"
+            if node.type == "identifier" and text(node) == name and not declaration:
                 return False
         for node in walk(function):
             if node.type in ("assignment_expression", "update_expression"):
