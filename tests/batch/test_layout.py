@@ -5,6 +5,7 @@ plan's resume rules, worker slots, exit codes, and the missing-Ray error."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from kernelwright.batch.results import BatchRecord, Manifest, ResultsFile, done_
 from kernelwright.batch.spec import JudgeSpec, plan_slots, visible_gpus
 from kernelwright.cli import main
 from kernelwright.errors import UsageError
+from kernelwright.harness.checks.static.analysis import analyze_candidate
 from kernelwright.harness.reasons import lookup
 from kernelwright.harness.verdicts import Reason, Verdict
 from kernelwright.problems import resolve_problem
@@ -248,10 +250,6 @@ def test_load_inline_copies_of_the_slice_pass_static_analysis_as_their_originals
     extension's functions directly, so the static analysis finds what it finds in the fast-form
     original, reject for reject; a copy that hid the calls behind a namespace object was
     `kernel_not_launched` for all 46 files on an H200 (2026-11-28)."""
-    import subprocess
-
-    from kernelwright.harness.checks.static.analysis import analyze_candidate
-
     root = Path(__file__).resolve().parents[2]
     out = tmp_path / "inline"
     done = subprocess.run(

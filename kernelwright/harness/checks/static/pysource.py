@@ -287,9 +287,17 @@ class PyModule:
                 if kinds.count("stream") == 1:  # the loader's rule: at most one, filled in, never passed
                     streams[key.text] = kinds.index("stream")
         cpp, cuda = (_EMPTY, source) if lang == "cuda" else (source, _EMPTY)
-        ext = ExtensionCall(call, self._ext_name(args), cpp, cuda, functions, functions_ok, with_cuda=lang == "cuda")
+        ext = ExtensionCall(
+            call,
+            self._ext_name(args),
+            cpp,
+            cuda,
+            functions,
+            functions_ok,
+            with_cuda=lang == "cuda",
+            loader_streams=streams if lang == "cuda" else {},
+        )
         ext.holders = self._holders(call)
-        ext.loader_streams = streams if lang == "cuda" else {}
         return ext
 
     def _arguments(self, call: Node, order: tuple[str, ...]) -> dict[str, Node]:
