@@ -45,9 +45,12 @@
 #   inline  issue #29: 100 cold level-1 candidates in KernelBench's load_inline form
 #           (scripts/gen_inline_slice.py) judged on one GPU, against their expected verdicts
 #   forkgpu issue #29: CUDA workers forked from the fork server (KERNELWRIGHT_FORKSERVER=all): the
-#           harness GPU tests forked, then relu's fast form per candidate in a session, afresh and forked
+#           harness GPU tests forked, then relu's fast form per candidate (a fresh worker each: the
+#           worker's start is what forking saves), afresh and forked
+#   fastbatch issue #29: 100 cold level-1 candidates in the fast form on one GPU with workers forked
+#           (FORK=all, the default) or started afresh (FORK=cpu), fresh caches; BATCH_S caps it
 set -uo pipefail
-phase=${1:?usage: scripts/gpu_runbook.sh core|agent|speed|ipc|sandbox|batch|bundled|search|multi1|multi2|multi3|fr|ownmodel|build|inline|forkgpu}
+phase=${1:?usage: scripts/gpu_runbook.sh core|agent|speed|ipc|sandbox|batch|bundled|search|multi1|multi2|multi3|fr|ownmodel|build|inline|forkgpu|fastbatch}
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 KERNELWRIGHT_HOME=${KERNELWRIGHT_HOME:-/tmp/kwhome}
@@ -212,18 +215,28 @@ inline)
     keep batch-inline
     ;;
 forkgpu)
-    KERNELWRIGHT_FORKSERVER=all timeout 330 "${pytest_gpu[@]}" -m gpu -n 8 --deselect "$timed" --dist loadgroup \
-        --timeout 310 tests/harness/test_harness_gpu.py tests/harness/test_sandbox_adversarial.py 2>&1 \
+    KERNELWRIGHT_FORKSERVER=all timeout "${PYTEST_S:-300}" "${pytest_gpu[@]}" -m gpu -n 8 --deselect "$timed" --dist loadgroup \
+        --timeout 280 tests/harness/test_harness_gpu.py tests/harness/test_sandbox_adversarial.py 2>&1 \
         | tee "$OUT/forkgpu-pytest.log" | tail -30
     KERNELWRIGHT_FORKSERVER=all timeout 150 "${pytest_gpu[@]}" -m gpu "$timed" 2>&1 | tail -5 | tee -a "$OUT/forkgpu-pytest.log"
     for mode in cpu all; do  # cpu: CUDA workers started afresh (today's default); all: forked
-        KERNELWRIGHT_FORKSERVER=$mode KERNELWRIGHT_HOME=/tmp/kw-fork-$mode timeout 150 python3 scripts/bench_harness.py \
-            --device cuda --size default --problem relu --forms cuda_fast --mode session --runs 2 \
+        KERNELWRIGHT_FORKSERVER=$mode KERNELWRIGHT_HOME=/tmp/kw-fork-$mode timeout 120 python3 scripts/bench_harness.py \
+            --device cuda --size default --problem relu --forms cuda_fast --mode fresh --runs 2 \
             --out "$OUT/forkgpu-$mode.json" 2>&1 | tee "$OUT/forkgpu-$mode.log" | tail -20
     done
     ;;
+fastbatch)
+    fork=${FORK:-all}
+    rm -rf .gpuwork/fastbatch-$fork /tmp/kw-fastbatch-$fork
+    KERNELWRIGHT_FORKSERVER=$fork KERNELWRIGHT_HOME=/tmp/kw-fastbatch-$fork timeout -k 10 "${BATCH_S:-300}" \
+        python3 scripts/bench_batch.py --device cuda --from-slice benchmarks/level1_cuda --n 100 --cold-builds \
+        --workers 1 --out .gpuwork/fastbatch-$fork --json "$OUT/fastbatch-$fork.json" 2>"$OUT/fastbatch-$fork.log" \
+        | grep -v '^    ' | tail -40
+    echo "fastbatch ($fork) exit ${PIPESTATUS[0]}"; tail -3 "$OUT/fastbatch-$fork.log"
+    keep fastbatch-$fork
+    ;;
 *)
-    echo "unknown phase $phase (core, agent, speed, ipc, sandbox, batch, bundled, search, multi1, multi2, multi3, fr, ownmodel, build, inline, forkgpu)" >&2
+    echo "unknown phase $phase (core, agent, speed, ipc, sandbox, batch, bundled, search, multi1, multi2, multi3, fr, ownmodel, build, inline, forkgpu, fastbatch)" >&2
     exit 2
     ;;
 esac
