@@ -175,8 +175,8 @@ def test_forking_is_chosen_per_device(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 class _Stub:
-    def __init__(self, env: dict[str, str]) -> None:
-        self.env, self.dead, self.stopped, self.children = env, None, False, False
+    def __init__(self, env: dict[str, str], pausable: bool = True) -> None:
+        self.env, self.pausable, self.dead, self.stopped, self.children = env, pausable, None, False, False
         self.last_used = time.monotonic()
 
     def busy(self) -> bool:
@@ -189,6 +189,7 @@ class _Stub:
 def test_servers_are_kept_per_environment_and_an_idle_one_gives_way(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(forkserver, "ForkServer", _Stub)
     monkeypatch.setattr(forkserver, "_SERVERS", {})
+    monkeypatch.setattr(forkserver, "MAX_SERVERS", 2)
     one = forkserver.server_for({"OMP_NUM_THREADS": "1", "HOME": "/a"})
     assert forkserver.server_for({"OMP_NUM_THREADS": "1", "HOME": "/b", "TMPDIR": "/t"}) is one  # own entries differ
     two = forkserver.server_for({"OMP_NUM_THREADS": "2"})
@@ -198,6 +199,20 @@ def test_servers_are_kept_per_environment_and_an_idle_one_gives_way(monkeypatch:
     assert two.stopped and not one.stopped and three is not None  # type: ignore[union-attr]
     three.children = True  # type: ignore[union-attr]
     assert forkserver.server_for({"OMP_NUM_THREADS": "4"}) is None  # every slot busy: start afresh
+
+
+def test_a_server_apart_is_another_server_for_the_same_environment_that_timing_phases_leave_running(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A GPU job's builders (never paused by a timing phase) are forked from a server of their own:
+    the worker's server for the same environment is stopped by every phase, as it must be."""
+    monkeypatch.setattr(forkserver, "ForkServer", _Stub)
+    monkeypatch.setattr(forkserver, "_SERVERS", {})
+    env = {"CUDA_VISIBLE_DEVICES": "0"}
+    workers, builders = forkserver.server_for(env), forkserver.server_for(env, apart=True)
+    assert workers is not builders and forkserver.server_for(env, apart=True) is builders
+    assert workers.pausable and not builders.pausable  # type: ignore[union-attr]
+    assert forkserver.MAX_SERVERS >= 3  # a CPU job's server, and a GPU job's two, side by side
 
 
 class _ClosedLine:

@@ -63,13 +63,15 @@ class _Builder:
     forked from the fork server where `fork` says so and the server can (`forkserver.py`: the
     builder's imports, torch's among them, are already done there), else started afresh."""
 
-    def __init__(self, request_file: Path, env: dict[str, str], log_file: Path, pausable: bool, fork: bool) -> None:
+    def __init__(
+        self, request_file: Path, env: dict[str, str], log_file: Path, pausable: bool, fork: bool, apart: bool = False
+    ) -> None:
         self.pausable = pausable  # see live.quiet
         self._log = open(log_file, "wb")  # noqa: SIM115 (closed in wait())
         self.proc: subprocess.Popen[bytes] | forkserver.ForkedProcess
         self._out: IO[bytes] | None = None  # the forked builder's stdout (Popen keeps its own)
         try:
-            forked = self._fork(request_file, env) if fork else None
+            forked = self._fork(request_file, env, apart) if fork else None
             if forked is not None:
                 self.proc = forked
             else:
@@ -88,12 +90,14 @@ class _Builder:
         self.pid = self.proc.pid
         live.add(self)
 
-    def _fork(self, request_file: Path, env: dict[str, str]) -> forkserver.ForkedProcess | None:
+    def _fork(self, request_file: Path, env: dict[str, str], apart: bool) -> forkserver.ForkedProcess | None:
         read, write = os.pipe()
         devnull = os.open(os.devnull, os.O_RDONLY)
         try:
             argv = ["kernelwright-builder", str(request_file)]
-            forked = forkserver.spawn(argv, env, [devnull, write, self._log.fileno()], [0, 1, 2], entry="builder")
+            forked = forkserver.spawn(
+                argv, env, [devnull, write, self._log.fileno()], [0, 1, 2], entry="builder", apart=apart
+            )
         except BaseException:
             os.close(read)
             raise
@@ -161,6 +165,7 @@ class BuildBroker:
         light_cu: bool | None = None,
         nvcc_split: bool | None = None,
         fork: bool = False,
+        fork_apart: bool = False,
     ) -> None:
         """`pausable`: whether a timing phase (`live.quiet`) stops the builders. A GPU evaluation's
         builders run compilers only, on the CPU cores their requester was given (a batch keeps the
@@ -171,12 +176,15 @@ class BuildBroker:
         the light `torch/extension.h` (`light_header.py`) and with nvcc's front ends at once
         (`nvcc_split.py`); by default unless KERNELWRIGHT_LIGHT_CU=0 / KERNELWRIGHT_NVCC_SPLIT=0.
         `fork`: builders are forked from the fork server of their environment (the worker's, so
-        the server its worker came from) where it can, else started afresh."""
+        the server its worker came from) where it can, else started afresh; `fork_apart`: from a
+        server of builders alone, which a timing phase does not stop (for builders that are not
+        `pausable`: a fork asked for during a phase would otherwise wait for its end)."""
         self.cache = BuildCache(cache_root)
         self.precompiled_headers = headers.enabled() if precompiled_headers is None else precompiled_headers
         self.light_cu = light_header.enabled() if light_cu is None else light_cu
         self.nvcc_split = ninja_runs.split_enabled() if nvcc_split is None else nvcc_split
         self.env_extra, self.timeout_s, self.pausable, self.fork = dict(env_extra), timeout_s, pausable, fork
+        self.fork_apart = fork_apart
         self._builders: set[_Builder] = set()
         self._lock = threading.Lock()
         self._closed = False
@@ -338,7 +346,9 @@ class BuildBroker:
             env = scrubbed_env(os.environ, self.env_extra, home=work / "home", tmp=work / "tmp")
             (work / "home").mkdir()
             (work / "tmp").mkdir()
-            builder = _Builder(work / "request.json", env, work / "build.log", self.pausable, self.fork)
+            builder = _Builder(
+                work / "request.json", env, work / "build.log", self.pausable, self.fork, self.fork_apart
+            )
             with self._lock:
                 self._builders.add(builder)
             try:
