@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -175,8 +176,8 @@ def test_forking_is_chosen_per_device(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 class _Stub:
-    def __init__(self, env: dict[str, str], pausable: bool = True) -> None:
-        self.env, self.pausable, self.dead, self.stopped, self.children = env, pausable, None, False, False
+    def __init__(self, env: dict[str, str], apart: bool = False) -> None:
+        self.env, self.pausable, self.dead, self.stopped, self.children = env, not apart, None, False, False
         self.last_used = time.monotonic()
 
     def busy(self) -> bool:
@@ -213,6 +214,33 @@ def test_a_server_apart_is_another_server_for_the_same_environment_that_timing_p
     assert workers is not builders and forkserver.server_for(env, apart=True) is builders
     assert workers.pausable and not builders.pausable  # type: ignore[union-attr]
     assert forkserver.MAX_SERVERS >= 3  # a CPU job's server, and a GPU job's two, side by side
+
+
+def test_a_server_apart_starts_on_the_calling_thread_s_cores_and_a_worker_s_server_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The builders' server runs beside timing phases, so it starts where a builder started afresh
+    by the same thread would (a build thread's cores); a worker's server starts from the launcher
+    thread, whatever the caller's cores."""
+    monkeypatch.setattr(forkserver, "_SERVERS", {})
+    everywhere = os.sched_getaffinity(0)
+    if len(everywhere) < 2:
+        pytest.skip("needs two cores to tell the placements apart")
+    one = {min(everywhere)}
+    found: dict[bool, set[int]] = {}
+
+    def start() -> None:
+        os.sched_setaffinity(0, one)  # this thread only
+        for apart in (True, False):
+            server = forkserver.server_for({"KW_TEST_PLACEMENT": "1"}, apart=apart)
+            assert server is not None
+            found[apart] = os.sched_getaffinity(server.pid)
+
+    thread = threading.Thread(target=start)
+    thread.start()
+    thread.join(timeout=60)
+    forkserver.stop_all()
+    assert found == {True: one, False: everywhere}
 
 
 class _ClosedLine:

@@ -108,18 +108,22 @@ class ForkServer:
 
     alone = True  # `live.quiet` stops this process, not the tree below it
 
-    def __init__(self, env: dict[str, str], pausable: bool = True) -> None:
-        """`pausable`: whether a timing phase stops it (False only for a server that forks
-        nothing but builders a timing phase lets carry on: a GPU job's, `server_for(apart=True)`)."""
-        self.pausable = pausable
+    def __init__(self, env: dict[str, str], apart: bool = False) -> None:
+        """`apart`: a server of builders that timing phases let carry on (a GPU job's,
+        `server_for(apart=True)`): no phase stops it either, and it is started from the calling
+        thread, on that thread's cores and at its nice value, as a builder started afresh from
+        there would be (a worker's server is started by `_LAUNCHER`)."""
+        self.pausable = not apart
         self.folder = Path(tempfile.mkdtemp(prefix="kernelwright-zygote-"))
         (self.folder / "home").mkdir()
         (self.folder / "tmp").mkdir()
         env = dict(env) | {"HOME": str(self.folder / "home"), "TMPDIR": str(self.folder / "tmp")}
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.log_path = self.folder / "zygote.log"
+        launch: Callable[[Callable[[], subprocess.Popen[bytes]]], subprocess.Popen[bytes]]
+        launch = (lambda start: start()) if apart else _LAUNCHER.run
         with open(self.log_path, "ab") as log_file:
-            self.proc = _LAUNCHER.run(
+            self.proc = launch(
                 lambda: subprocess.Popen(
                     [sys.executable, "-m", ZYGOTE_MODULE, str(theirs.fileno())],
                     stdin=subprocess.DEVNULL,
@@ -326,7 +330,7 @@ def server_for(env: dict[str, str], apart: bool = False) -> ForkServer | None:
                 return None
             oldest = min(idle, key=lambda k: _SERVERS[k].last_used)
             _SERVERS.pop(oldest).stop()
-        server = ForkServer(dict(key[1]), pausable=not apart)
+        server = ForkServer(dict(key[1]), apart=apart)
         _SERVERS[key] = server
         return server
 
