@@ -364,7 +364,6 @@ def _broker_runs(lang: str, repeats: int, root: Path, pch: bool, fork: bool = Fa
         light_cu=pch,
         nvcc_split=pch,
         fork=fork,
-        fork_apart=fork and lang == "cuda",  # as a GPU job's builders are forked (link.py)
     )
     runs = []
     for i in range(repeats + (1 if pch else 0)):  # with headers: a first request prepares them

@@ -15,9 +15,11 @@ import pytest
 
 from kernelwright.fastext import build_key, cache_folder
 from kernelwright.harness.building.broker import BuildBroker
+from kernelwright.harness.building.link import broker_link
 from kernelwright.harness.sandbox import confine
 from kernelwright.harness.session import evaluate
 from kernelwright.harness.workers import forkserver, live
+from kernelwright.harness.workers.jobs import WorkerJob
 from kernelwright.problems import resolve_problem
 from kernelwright.problems.candidate.cache import BUILT_MARK
 from tests.candidates import harness_options, write_case
@@ -250,10 +252,11 @@ def test_a_gpu_job_s_builder_is_forked_during_a_timing_phase_from_a_server_the_p
 ) -> None:
     """A GPU job's builders carry on through timing phases (`pausable=False`); forked, they come
     from a server of builders alone that the phase does not stop, so a build asked for while a
-    candidate is timed does not wait for the phase to end. Forked from the worker's server (which
-    the phase stops, as it must: no worker starts beside a measurement), the same build waits."""
-    gpu_like = BuildBroker(tmp_path / "cache", {}, timeout_s=120, pausable=False, fork=True, fork_apart=True)
-    shared = BuildBroker(tmp_path / "cache", {}, timeout_s=120, pausable=False, fork=True)
+    candidate is timed does not wait for the phase to end. A CPU job's builders come from the
+    worker's server (which the phase stops, as it must: no worker starts beside a measurement),
+    so the same build waits."""
+    gpu_like = BuildBroker(tmp_path / "cache", {}, timeout_s=120, pausable=False, fork=True)
+    shared = BuildBroker(tmp_path / "cache", {}, timeout_s=120, pausable=True, fork=True)
     shared.handle(_fast(name="kw_broker_warm_shared"))  # both servers started before the phase
     gpu_like.handle(_fast(name="kw_broker_warm_apart"))
     before = _server_children()
@@ -286,9 +289,6 @@ def test_a_job_s_builders_are_forked_as_its_device_and_the_switch_say(
     """(pausable, forked, from a server apart): a CPU job's builders pause with timing phases and
     come from its worker's server; a GPU job's carry on, and are forked only with
     KERNELWRIGHT_FORKSERVER=all, from a server a phase does not stop."""
-    from kernelwright.harness.building.link import broker_link
-    from kernelwright.harness.workers.jobs import WorkerJob
-
     monkeypatch.setenv(forkserver.FORK_VAR, mode)
     job = WorkerJob(
         mode="candidate", problem_path=tmp_path / "p.py", device=device, out_dir=tmp_path, build_cache=tmp_path / "c"

@@ -61,17 +61,17 @@ CLOSE_WAIT_S = 10.0  # at most, for killed builds' requests to end (`BuildBroker
 class _Builder:
     """One builder process, registered with `live` (Ctrl-C ends it; a timing phase pauses it):
     forked from the fork server where `fork` says so and the server can (`forkserver.py`: the
-    builder's imports, torch's among them, are already done there), else started afresh."""
+    builder's imports, torch's among them, are already done there), else started afresh. One that
+    is not `pausable` comes from a server apart, which timing phases leave running as they leave
+    it (from its worker's server, stopped by every phase, its start would wait for the phase)."""
 
-    def __init__(
-        self, request_file: Path, env: dict[str, str], log_file: Path, pausable: bool, fork: bool, apart: bool = False
-    ) -> None:
+    def __init__(self, request_file: Path, env: dict[str, str], log_file: Path, pausable: bool, fork: bool) -> None:
         self.pausable = pausable  # see live.quiet
         self._log = open(log_file, "wb")  # noqa: SIM115 (closed in wait())
         self.proc: subprocess.Popen[bytes] | forkserver.ForkedProcess
         self._out: IO[bytes] | None = None  # the forked builder's stdout (Popen keeps its own)
         try:
-            forked = self._fork(request_file, env, apart) if fork else None
+            forked = self._fork(request_file, env, apart=not pausable) if fork else None
             if forked is not None:
                 self.proc = forked
             else:
@@ -165,7 +165,6 @@ class BuildBroker:
         light_cu: bool | None = None,
         nvcc_split: bool | None = None,
         fork: bool = False,
-        fork_apart: bool = False,
     ) -> None:
         """`pausable`: whether a timing phase (`live.quiet`) stops the builders. A GPU evaluation's
         builders run compilers only, on the CPU cores their requester was given (a batch keeps the
@@ -176,15 +175,15 @@ class BuildBroker:
         the light `torch/extension.h` (`light_header.py`) and with nvcc's front ends at once
         (`nvcc_split.py`); by default unless KERNELWRIGHT_LIGHT_CU=0 / KERNELWRIGHT_NVCC_SPLIT=0.
         `fork`: builders are forked from the fork server of their environment (the worker's, so
-        the server its worker came from) where it can, else started afresh; `fork_apart`: from a
-        server of builders alone, which a timing phase does not stop (for builders that are not
-        `pausable`: a fork asked for during a phase would otherwise wait for its end)."""
+        the server its worker came from) where it can, else started afresh; builders that are not
+        `pausable` from a server of builders alone, which timing phases do not stop either
+        (`fork_apart`)."""
         self.cache = BuildCache(cache_root)
         self.precompiled_headers = headers.enabled() if precompiled_headers is None else precompiled_headers
         self.light_cu = light_header.enabled() if light_cu is None else light_cu
         self.nvcc_split = ninja_runs.split_enabled() if nvcc_split is None else nvcc_split
         self.env_extra, self.timeout_s, self.pausable, self.fork = dict(env_extra), timeout_s, pausable, fork
-        self.fork_apart = fork_apart
+        self.fork_apart = not pausable  # where a forked builder comes from (see _Builder)
         self._builders: set[_Builder] = set()
         self._lock = threading.Lock()
         self._closed = False
@@ -346,9 +345,7 @@ class BuildBroker:
             env = scrubbed_env(os.environ, self.env_extra, home=work / "home", tmp=work / "tmp")
             (work / "home").mkdir()
             (work / "tmp").mkdir()
-            builder = _Builder(
-                work / "request.json", env, work / "build.log", self.pausable, self.fork, self.fork_apart
-            )
+            builder = _Builder(work / "request.json", env, work / "build.log", self.pausable, self.fork)
             with self._lock:
                 self._builders.add(builder)
             try:

@@ -22,9 +22,8 @@ def broker_link(job: WorkerJob, env: dict[str, str]) -> BuildLink:
         pausable=job.device == "cpu",
         # A GPU job's builders carry on through timing phases (on cores of their own), so they are
         # forked (KERNELWRIGHT_FORKSERVER=all) from a server of their own that a phase does not
-        # stop; a CPU job's from its worker's server, which a phase stops with them.
+        # stop; a CPU job's from its worker's server, which a phase stops with them (broker.py).
         fork=forkserver.forking_for(job.device),
-        fork_apart=job.device != "cpu",
     )
     fds_env, child_fds, serve = open_channel(broker)
     return BuildLink(env=fds_env, child_fds=child_fds, serve=serve, close=broker.close)
