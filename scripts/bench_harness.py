@@ -148,6 +148,8 @@ def main() -> int:
                     assert cold.verdict.value == "correct" and cached.build_cached, (cold.message, cached.message)
                     _record(rows, cold, cold_s, cached, cached_s)
                     print(key, run, json.dumps({k: round(v[-1], 3) for k, v in rows.items()}), flush=True)
+                    for name, result in (("cold", cold), ("cached", cached)):  # every phase, for the critical path
+                        print(key, run, name, json.dumps({k: round(v, 3) for k, v in result.phase_seconds.items()}))
             finally:
                 if session is not None:
                     session.close()

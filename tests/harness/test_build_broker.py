@@ -8,18 +8,15 @@ import ctypes
 import json
 import os
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 from kernelwright.fastext import build_key, cache_folder
 from kernelwright.harness.building.broker import BuildBroker
-from kernelwright.harness.building.link import broker_link
 from kernelwright.harness.sandbox import confine
 from kernelwright.harness.session import evaluate
-from kernelwright.harness.workers import forkserver, live
-from kernelwright.harness.workers.jobs import WorkerJob
+from kernelwright.harness.workers import forkserver
 from kernelwright.problems import resolve_problem
 from kernelwright.problems.candidate.cache import BUILT_MARK
 from tests.candidates import harness_options, write_case
@@ -238,64 +235,3 @@ def test_an_interrupt_while_a_builder_is_forked_leaves_no_descriptor_open(
     with pytest.raises(KeyboardInterrupt):
         broker.handle(_fast(name="kw_broker_interrupted"))
     assert len(os.listdir("/proc/self/fd")) == before
-
-
-def _build_in_thread(broker: BuildBroker, name: str) -> tuple[threading.Thread, list[dict]]:
-    replies: list[dict] = []
-    thread = threading.Thread(target=lambda: replies.append(broker.handle(_fast(name=name))), daemon=True)
-    thread.start()
-    return thread, replies
-
-
-def test_a_gpu_job_s_builder_is_forked_during_a_timing_phase_from_a_server_the_phase_leaves_running(
-    tmp_path: Path,
-) -> None:
-    """A GPU job's builders carry on through timing phases (`pausable=False`); forked, they come
-    from a server of builders alone that the phase does not stop, so a build asked for while a
-    candidate is timed does not wait for the phase to end. A CPU job's builders come from the
-    worker's server (which the phase stops, as it must: no worker starts beside a measurement),
-    so the same build waits."""
-    gpu_like = BuildBroker(tmp_path / "cache", {}, timeout_s=120, pausable=False, fork=True)
-    shared = BuildBroker(tmp_path / "cache", {}, timeout_s=120, pausable=True, fork=True)
-    shared.handle(_fast(name="kw_broker_warm_shared"))  # both servers started before the phase
-    gpu_like.handle(_fast(name="kw_broker_warm_apart"))
-    before = _server_children()
-    with live.quiet(keep=None):
-        apart, apart_reply = _build_in_thread(gpu_like, "kw_broker_apart")
-        apart.join(timeout=60)
-        assert not apart.is_alive(), "the builder's server was stopped by the timing phase"
-        waiting, waiting_reply = _build_in_thread(shared, "kw_broker_shared")
-        waiting.join(timeout=3)
-        assert waiting.is_alive() and not waiting_reply, "a worker's server forked during a timing phase"
-    waiting.join(timeout=60)
-    assert apart_reply[0]["ok"] and waiting_reply[0]["ok"], (apart_reply, waiting_reply)
-    new = [pid for pid in _server_children() if pid not in before]
-    parents = {pid: next(s for s in forkserver._SERVERS.values() if pid in s._children) for pid in new}
-    assert sorted(s.pausable for s in parents.values()) == [False, True], parents
-
-
-@pytest.mark.parametrize(
-    ("device", "mode", "expected"),
-    [
-        ("cpu", "cpu", (True, True, False)),
-        ("cuda", "cpu", (False, False, True)),
-        ("cuda", "all", (False, True, True)),
-        ("cpu", "0", (True, False, False)),
-    ],
-)
-def test_a_job_s_builders_are_forked_as_its_device_and_the_switch_say(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, device: str, mode: str, expected: tuple[bool, bool, bool]
-) -> None:
-    """(pausable, forked, from a server apart): a CPU job's builders pause with timing phases and
-    come from its worker's server; a GPU job's carry on, and are forked only with
-    KERNELWRIGHT_FORKSERVER=all, from a server a phase does not stop."""
-    monkeypatch.setenv(forkserver.FORK_VAR, mode)
-    job = WorkerJob(
-        mode="candidate", problem_path=tmp_path / "p.py", device=device, out_dir=tmp_path, build_cache=tmp_path / "c"
-    )
-    link = broker_link(job, {})
-    broker = link.close.__self__  # type: ignore[attr-defined]
-    try:
-        assert (broker.pausable, broker.fork, broker.fork_apart) == expected
-    finally:
-        link.close()

@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -176,8 +175,8 @@ def test_forking_is_chosen_per_device(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 class _Stub:
-    def __init__(self, env: dict[str, str], apart: bool = False) -> None:
-        self.env, self.pausable, self.dead, self.stopped, self.children = env, not apart, None, False, False
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env, self.dead, self.stopped, self.children = env, None, False, False
         self.last_used = time.monotonic()
 
     def busy(self) -> bool:
@@ -190,7 +189,6 @@ class _Stub:
 def test_servers_are_kept_per_environment_and_an_idle_one_gives_way(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(forkserver, "ForkServer", _Stub)
     monkeypatch.setattr(forkserver, "_SERVERS", {})
-    monkeypatch.setattr(forkserver, "MAX_SERVERS", 2)
     one = forkserver.server_for({"OMP_NUM_THREADS": "1", "HOME": "/a"})
     assert forkserver.server_for({"OMP_NUM_THREADS": "1", "HOME": "/b", "TMPDIR": "/t"}) is one  # own entries differ
     two = forkserver.server_for({"OMP_NUM_THREADS": "2"})
@@ -200,47 +198,6 @@ def test_servers_are_kept_per_environment_and_an_idle_one_gives_way(monkeypatch:
     assert two.stopped and not one.stopped and three is not None  # type: ignore[union-attr]
     three.children = True  # type: ignore[union-attr]
     assert forkserver.server_for({"OMP_NUM_THREADS": "4"}) is None  # every slot busy: start afresh
-
-
-def test_a_server_apart_is_another_server_for_the_same_environment_that_timing_phases_leave_running(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A GPU job's builders (never paused by a timing phase) are forked from a server of their own:
-    the worker's server for the same environment is stopped by every phase, as it must be."""
-    monkeypatch.setattr(forkserver, "ForkServer", _Stub)
-    monkeypatch.setattr(forkserver, "_SERVERS", {})
-    env = {"CUDA_VISIBLE_DEVICES": "0"}
-    workers, builders = forkserver.server_for(env), forkserver.server_for(env, apart=True)
-    assert workers is not builders and forkserver.server_for(env, apart=True) is builders
-    assert workers.pausable and not builders.pausable  # type: ignore[union-attr]
-    assert forkserver.MAX_SERVERS >= 3  # a CPU job's server, and a GPU job's two, side by side
-
-
-def test_a_server_apart_starts_on_the_calling_thread_s_cores_and_a_worker_s_server_does_not(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The builders' server runs beside timing phases, so it starts where a builder started afresh
-    by the same thread would (a build thread's cores); a worker's server starts from the launcher
-    thread, whatever the caller's cores."""
-    monkeypatch.setattr(forkserver, "_SERVERS", {})
-    everywhere = os.sched_getaffinity(0)
-    if len(everywhere) < 2:
-        pytest.skip("needs two cores to tell the placements apart")
-    one = {min(everywhere)}
-    found: dict[bool, set[int]] = {}
-
-    def start() -> None:
-        os.sched_setaffinity(0, one)  # this thread only
-        for apart in (True, False):
-            server = forkserver.server_for({"KW_TEST_PLACEMENT": "1"}, apart=apart)
-            assert server is not None
-            found[apart] = os.sched_getaffinity(server.pid)
-
-    thread = threading.Thread(target=start)
-    thread.start()
-    thread.join(timeout=60)
-    forkserver.stop_all()
-    assert found == {True: one, False: everywhere}
 
 
 class _ClosedLine:
@@ -272,3 +229,35 @@ def test_a_death_reported_as_the_line_closes_is_recorded_without_an_error() -> N
     server._read()  # raises nothing
     assert server.returncode(4242) == -9 and server.dead == "its process ended"
     assert server._replies.get_nowait()["op"] == "failed"  # a waiting fork hears of it
+
+
+@pytest.mark.parametrize("gpu", [True, False], ids=["gpu-host", "cpu-host"])
+def test_the_server_s_warm_up_compiles_only_where_no_gpu_is_visible_and_asks_through_nvml(
+    monkeypatch: pytest.MonkeyPatch, gpu: bool
+) -> None:
+    """On a host with a GPU, torch.compile starts the CUDA driver even for a function on the CPU
+    (an H200 host, 2026-11-28): a server that did would fork children that cannot use CUDA. The
+    question itself goes through NVML (torch's switch), set only while warming."""
+    import torch
+
+    from kernelwright.harness.workers import zygote
+
+    monkeypatch.setenv("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    monkeypatch.delenv(zygote.NVML_CHECK, raising=False)
+    asked: list[str | None] = []
+    compiled: list[object] = []
+
+    def available() -> bool:
+        asked.append(os.environ.get(zygote.NVML_CHECK))
+        return gpu
+
+    def compile_(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        compiled.append(fn)
+        return fn
+
+    monkeypatch.setattr(torch.cuda, "is_available", available)
+    monkeypatch.setattr(torch, "compile", compile_)
+    zygote._warm()
+    assert asked == ["1"]  # answered through NVML, which starts no driver
+    assert len(compiled) == (0 if gpu else 1)
+    assert zygote.NVML_CHECK not in os.environ  # a child gets the job's environment, not this

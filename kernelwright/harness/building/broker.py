@@ -61,9 +61,7 @@ CLOSE_WAIT_S = 10.0  # at most, for killed builds' requests to end (`BuildBroker
 class _Builder:
     """One builder process, registered with `live` (Ctrl-C ends it; a timing phase pauses it):
     forked from the fork server where `fork` says so and the server can (`forkserver.py`: the
-    builder's imports, torch's among them, are already done there), else started afresh. One that
-    is not `pausable` comes from a server apart, which timing phases leave running as they leave
-    it (from its worker's server, stopped by every phase, its start would wait for the phase)."""
+    builder's imports, torch's among them, are already done there), else started afresh."""
 
     def __init__(self, request_file: Path, env: dict[str, str], log_file: Path, pausable: bool, fork: bool) -> None:
         self.pausable = pausable  # see live.quiet
@@ -71,7 +69,7 @@ class _Builder:
         self.proc: subprocess.Popen[bytes] | forkserver.ForkedProcess
         self._out: IO[bytes] | None = None  # the forked builder's stdout (Popen keeps its own)
         try:
-            forked = self._fork(request_file, env, apart=not pausable) if fork else None
+            forked = self._fork(request_file, env) if fork else None
             if forked is not None:
                 self.proc = forked
             else:
@@ -90,14 +88,12 @@ class _Builder:
         self.pid = self.proc.pid
         live.add(self)
 
-    def _fork(self, request_file: Path, env: dict[str, str], apart: bool) -> forkserver.ForkedProcess | None:
+    def _fork(self, request_file: Path, env: dict[str, str]) -> forkserver.ForkedProcess | None:
         read, write = os.pipe()
         devnull = os.open(os.devnull, os.O_RDONLY)
         try:
             argv = ["kernelwright-builder", str(request_file)]
-            forked = forkserver.spawn(
-                argv, env, [devnull, write, self._log.fileno()], [0, 1, 2], entry="builder", apart=apart
-            )
+            forked = forkserver.spawn(argv, env, [devnull, write, self._log.fileno()], [0, 1, 2], entry="builder")
         except BaseException:
             os.close(read)
             raise
@@ -175,15 +171,12 @@ class BuildBroker:
         the light `torch/extension.h` (`light_header.py`) and with nvcc's front ends at once
         (`nvcc_split.py`); by default unless KERNELWRIGHT_LIGHT_CU=0 / KERNELWRIGHT_NVCC_SPLIT=0.
         `fork`: builders are forked from the fork server of their environment (the worker's, so
-        the server its worker came from) where it can, else started afresh; builders that are not
-        `pausable` from a server of builders alone, which timing phases do not stop either
-        (`fork_apart`)."""
+        the server its worker came from) where it can, else started afresh."""
         self.cache = BuildCache(cache_root)
         self.precompiled_headers = headers.enabled() if precompiled_headers is None else precompiled_headers
         self.light_cu = light_header.enabled() if light_cu is None else light_cu
         self.nvcc_split = ninja_runs.split_enabled() if nvcc_split is None else nvcc_split
         self.env_extra, self.timeout_s, self.pausable, self.fork = dict(env_extra), timeout_s, pausable, fork
-        self.fork_apart = not pausable  # where a forked builder comes from (see _Builder)
         self._builders: set[_Builder] = set()
         self._lock = threading.Lock()
         self._closed = False

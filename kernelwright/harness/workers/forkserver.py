@@ -11,9 +11,8 @@ giving way. Whatever goes wrong with a server (it cannot start, it died) is logg
 worker is started the old way, so forking only ever saves time.
 
 `KERNELWRIGHT_FORKSERVER`: "cpu" (the default) forks CPU workers; "all" CUDA workers too (the
-children start the driver after the fork), and a GPU job's builders from a server of builders
-alone (`apart`: a timing phase does not stop it, as it does not stop those builders); not yet
-measured on a GPU host; "0" never.
+children start the driver after the fork; on a GPU host the server only imports, `zygote.py`);
+"0" never.
 """
 
 from __future__ import annotations
@@ -44,7 +43,7 @@ ZYGOTE_MODULE = "kernelwright.harness.workers.zygote"
 # A worker's own entries of its environment (`process.py`, `building/link.py`): never a reason
 # for another server.
 OWN_VARS = frozenset({"HOME", "TMPDIR", "TORCH_EXTENSIONS_DIR", "CUDA_CACHE_PATH", "KERNELWRIGHT_BUILD_FDS"})
-MAX_SERVERS = 3  # a CPU job's, a GPU job's workers' and its builders' (`apart`)
+MAX_SERVERS = 2
 START_TIMEOUT_S = 300.0  # imports and one compile; a cold inductor cache on a slow disk included
 REPLY_TIMEOUT_S = 30.0
 T = TypeVar("T")
@@ -106,24 +105,18 @@ class ForkServer:
     process of this harness (`live.py`): a timing phase stops it (not its children, the workers,
     which the phase pauses or keeps itself), so no worker is forked beside a measurement."""
 
+    pausable = True
     alone = True  # `live.quiet` stops this process, not the tree below it
 
-    def __init__(self, env: dict[str, str], apart: bool = False) -> None:
-        """`apart`: a server of builders that timing phases let carry on (a GPU job's,
-        `server_for(apart=True)`): no phase stops it either, and it is started from the calling
-        thread, on that thread's cores and at its nice value, as a builder started afresh from
-        there would be (a worker's server is started by `_LAUNCHER`)."""
-        self.pausable = not apart
+    def __init__(self, env: dict[str, str]) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="kernelwright-zygote-"))
         (self.folder / "home").mkdir()
         (self.folder / "tmp").mkdir()
         env = dict(env) | {"HOME": str(self.folder / "home"), "TMPDIR": str(self.folder / "tmp")}
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.log_path = self.folder / "zygote.log"
-        launch: Callable[[Callable[[], subprocess.Popen[bytes]]], subprocess.Popen[bytes]]
-        launch = (lambda start: start()) if apart else _LAUNCHER.run
         with open(self.log_path, "ab") as log_file:
-            self.proc = launch(
+            self.proc = _LAUNCHER.run(
                 lambda: subprocess.Popen(
                     [sys.executable, "-m", ZYGOTE_MODULE, str(theirs.fileno())],
                     stdin=subprocess.DEVNULL,
@@ -301,21 +294,19 @@ class ForkedProcess:
         return self.server.wait(self.pid, timeout)
 
 
-_Key = tuple[bool, tuple[tuple[str, str], ...]]  # (apart, the environment less the worker's own)
-_SERVERS: dict[_Key, ForkServer] = {}
-_FAILED: set[_Key] = set()  # servers that could not start
+_SERVERS: dict[tuple[tuple[str, str], ...], ForkServer] = {}
+_FAILED: set[tuple[tuple[str, str], ...]] = set()  # environments whose server could not start
 _LOCK = threading.Lock()
 
 
-def _key(env: dict[str, str], apart: bool = False) -> _Key:
-    return apart, tuple(sorted((k, v) for k, v in env.items() if k not in OWN_VARS))
+def _key(env: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, v) for k, v in env.items() if k not in OWN_VARS))
 
 
-def server_for(env: dict[str, str], apart: bool = False) -> ForkServer | None:
-    """The running server for `env` (started now if there is none); None where that server failed
-    before, or every server slot holds a busy server. `apart`: a server of its own that a timing
-    phase does not stop, for builders that carry on through timing phases (a GPU job's)."""
-    key = _key(env, apart)
+def server_for(env: dict[str, str]) -> ForkServer | None:
+    """The running server for `env` (started now if there is none); None where that environment's
+    server failed before, or every server slot holds a busy server."""
+    key = _key(env)
     with _LOCK:
         if key in _FAILED:
             return None
@@ -330,18 +321,17 @@ def server_for(env: dict[str, str], apart: bool = False) -> ForkServer | None:
                 return None
             oldest = min(idle, key=lambda k: _SERVERS[k].last_used)
             _SERVERS.pop(oldest).stop()
-        server = ForkServer(dict(key[1]), apart=apart)
+        server = ForkServer(dict(key))
         _SERVERS[key] = server
         return server
 
 
 def spawn(
-    argv: list[str], env: dict[str, str], fds: list[int], targets: list[int], entry: str = "worker", apart: bool = False
+    argv: list[str], env: dict[str, str], fds: list[int], targets: list[int], entry: str = "worker"
 ) -> ForkedProcess | None:
-    """Fork a worker (or another `entry`) from the server for `env` (`apart`: see `server_for`);
-    None when it cannot (start it the old way)."""
-    key = _key(env, apart)
-    server = server_for(env, apart)
+    """Fork a worker (or another `entry`) from the server for `env`; None when it cannot (start
+    it the old way)."""
+    server = server_for(env)
     if server is None:
         return None
     try:
@@ -349,9 +339,9 @@ def spawn(
     except ForkUnavailable as exc:
         log.warning("the fork server cannot start workers (%s); starting them afresh\n%s", exc, server.log_tail())
         with _LOCK:
-            if _SERVERS.get(key) is server:
-                _SERVERS.pop(key)
-            _FAILED.add(key)
+            if _SERVERS.get(_key(env)) is server:
+                _SERVERS.pop(_key(env))
+            _FAILED.add(_key(env))
         server.stop()
         return None
 

@@ -2,7 +2,7 @@
 
 It imports what every worker imports (torch, torch.compile's machinery, the harness's worker
 modules), compiles one throwaway function so torch.compile's lazily loaded parts are in memory
-too, and then forks a worker whenever the harness asks (`forkserver.py`). No candidate code ever
+too (not on a host with a GPU: there torch.compile starts the CUDA driver), and then forks a worker whenever the harness asks (`forkserver.py`). No candidate code ever
 runs here, and nothing here starts the CUDA driver: a child starts it itself, after the fork.
 
 A forked child turns into exactly what `python -m kernelwright.harness.workers.main JOB` would
@@ -43,9 +43,27 @@ MAX_FDS = 16
 _HIGH_FD = 512  # where received descriptors wait before they are moved to their numbers
 
 
+NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
+
+
 def _warm() -> None:
     """Import what a worker would import before its candidate runs; nothing that starts the CUDA
     driver, a compile pool or a profiler's threads."""
+    # torch.compile asks whether CUDA is available; by default torch answers through the CUDA
+    # runtime, which starts the driver (cuInit: its threads, and a driver a forked child could not
+    # use). Through NVML (torch's own switch for processes that fork) it answers without the driver.
+    # Set while warming only: a child gets the job's environment.
+    ours = NVML_CHECK not in os.environ
+    if ours:
+        os.environ[NVML_CHECK] = "1"
+    try:
+        _import_and_compile()
+    finally:
+        if ours:
+            os.environ.pop(NVML_CHECK, None)
+
+
+def _import_and_compile() -> None:
     import torch
     import torch._dynamo
     import torch._inductor.compile_fx
@@ -68,7 +86,10 @@ def _warm() -> None:
     import kernelwright.problems.candidate  # noqa: F401
 
     threads = _threads()
-    if os.environ.get("TORCHINDUCTOR_COMPILE_THREADS", "") == "1":
+    # On a host with a GPU, torch.compile starts the CUDA driver even for a function on the CPU
+    # (measured on an H200 host: its threads, and `torch.cuda.is_initialized()`): its first use is
+    # left to the children there. Asked through NVML (above), the question starts nothing.
+    if os.environ.get("TORCHINDUCTOR_COMPILE_THREADS", "") == "1" and not torch.cuda.is_available():
         # In-process compiles only (a pool of compile processes would not survive the fork), on
         # one thread: an OpenMP parallel region here would leave every child's OpenMP waiting
         # for threads it does not have (measured: the child hangs at its first parallel call).
@@ -78,13 +99,24 @@ def _warm() -> None:
             torch.compile(lambda x: torch.relu(x) * 2.0 + 1.0)(torch.ones(8))
         torch.set_num_threads(count)
     if _threads() != threads:
-        raise RuntimeError(f"warming up started {_threads() - threads} thread(s); a forked child would lack them")
+        raise RuntimeError(
+            f"warming up started {_threads() - threads} thread(s) ({_thread_names()}); a forked child would lack them"
+        )
     if torch.cuda.is_initialized():  # never: a forked child could not start the driver again
         raise RuntimeError("the CUDA driver started in the fork server")
 
 
 def _threads() -> int:
     return len(os.listdir("/proc/self/task"))
+
+
+def _thread_names() -> str:
+    """The process's threads by their kernel names, for the message that says why it cannot fork."""
+    names = []
+    for task in sorted(os.listdir("/proc/self/task")):
+        with contextlib.suppress(OSError):
+            names.append(open(f"/proc/self/task/{task}/comm").read().strip())  # noqa: SIM115
+    return ", ".join(names)
 
 
 def _send(sock: socket.socket, **message: Any) -> None:
