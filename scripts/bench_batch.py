@@ -239,9 +239,11 @@ def main() -> int:
             if not first_result:
                 first_result.append(time.monotonic() - start)
             r = event.record
+            # The batch's clock on every line: a run cut short (a device call's limit) still says
+            # how far it got in how long.
             print(
                 f"[{event.done}/{event.to_do}] {r.problem} {r.candidate}: {r.verdict} {r.reason or ''} "
-                f"{r.seconds:.1f} s",
+                f"{r.seconds:.1f} s (at {time.monotonic() - start:.1f} s)",
                 file=sys.stderr,
             )
 
