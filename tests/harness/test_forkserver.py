@@ -261,3 +261,32 @@ def test_the_server_s_warm_up_compiles_only_where_no_gpu_is_visible_and_asks_thr
     assert asked == ["1"]  # answered through NVML, which starts no driver
     assert len(compiled) == (0 if gpu else 1)
     assert zygote.NVML_CHECK not in os.environ  # a child gets the job's environment, not this
+
+
+def test_a_warm_up_that_starts_a_thread_is_refused_and_the_refusal_lists_the_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A thread started while warming would be missing in every child (the CUDA driver's, on a GPU
+    host): the server refuses, and says which threads the process has."""
+    import threading
+
+    import torch
+
+    from kernelwright.harness.workers import zygote
+
+    release = threading.Event()
+
+    def compile_(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        threading.Thread(target=release.wait, daemon=True).start()
+        return fn
+
+    monkeypatch.setenv("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    monkeypatch.delenv(zygote.NVML_CHECK, raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch, "compile", compile_)
+    try:
+        with pytest.raises(RuntimeError, match=r"warming up started 1 thread\(s\) \(\w.*\); a forked child"):
+            zygote._warm()
+    finally:
+        release.set()
+    assert zygote.NVML_CHECK not in os.environ

@@ -114,8 +114,8 @@ def _thread_names() -> str:
     """The process's threads by their kernel names, for the message that says why it cannot fork."""
     names = []
     for task in sorted(os.listdir("/proc/self/task")):
-        with contextlib.suppress(OSError):
-            names.append(open(f"/proc/self/task/{task}/comm").read().strip())  # noqa: SIM115
+        with contextlib.suppress(OSError), open(f"/proc/self/task/{task}/comm") as comm:
+            names.append(comm.read().strip())
     return ", ".join(names)
 
 
