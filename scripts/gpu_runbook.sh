@@ -4,7 +4,9 @@
 #
 #     scripts/gpu_runbook.sh PHASE        # logs and results under $OUT (or ./gpu-out)
 #
-# Phases (each is independent; the machine starts bare, so each installs the wheelhouse first):
+# Phases (each is independent; the machine starts bare, so each installs the wheelhouse first).
+# A phase that does not set KERNELWRIGHT_FORKSERVER itself runs with the caller's (e.g.
+# `KERNELWRIGHT_FORKSERVER=all scripts/gpu_runbook.sh speed` or `... fr`: CUDA workers forked):
 #   core    issue #11/#14/#16: the harness GPU tests (every CUDA hack case and oracle, timing,
 #           specs, the adversarial sandbox candidate on the GPU, batch judge on a pinned GPU; every
 #           CUDA case's verdict with timing on is test_gpu_case_gets_its_verdict among them)
