@@ -9,15 +9,18 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from kernelwright.harness.session import evaluate
 from kernelwright.harness.verdicts import Reason
-from kernelwright.harness.workers import forkserver
+from kernelwright.harness.workers import forkserver, zygote
 from kernelwright.harness.workers.process import classify_death
 from kernelwright.problems import resolve_problem
 from tests.candidates import harness_options, write_case
@@ -231,6 +234,26 @@ def test_a_death_reported_as_the_line_closes_is_recorded_without_an_error() -> N
     assert server._replies.get_nowait()["op"] == "failed"  # a waiting fork hears of it
 
 
+def _warm_up(monkeypatch: pytest.MonkeyPatch, gpu: bool, compile_: Callable[..., Any]) -> list[str | None]:
+    """The server's warm-up in this process, on a host with or without a visible GPU, torch.compile
+    replaced by `compile_`; returns the NVML switch's value each time CUDA was asked about."""
+    monkeypatch.setenv("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    monkeypatch.delenv(zygote.NVML_CHECK, raising=False)
+    asked: list[str | None] = []
+
+    def available() -> bool:
+        asked.append(os.environ.get(zygote.NVML_CHECK))
+        return gpu
+
+    monkeypatch.setattr(torch.cuda, "is_available", available)
+    monkeypatch.setattr(torch, "compile", compile_)
+    try:
+        zygote._warm()
+    finally:
+        assert zygote.NVML_CHECK not in os.environ  # a child gets the job's environment, not this
+    return asked
+
+
 @pytest.mark.parametrize("gpu", [True, False], ids=["gpu-host", "cpu-host"])
 def test_the_server_s_warm_up_compiles_only_where_no_gpu_is_visible_and_asks_through_nvml(
     monkeypatch: pytest.MonkeyPatch, gpu: bool
@@ -238,29 +261,14 @@ def test_the_server_s_warm_up_compiles_only_where_no_gpu_is_visible_and_asks_thr
     """On a host with a GPU, torch.compile starts the CUDA driver even for a function on the CPU
     (an H200 host, 2026-11-28): a server that did would fork children that cannot use CUDA. The
     question itself goes through NVML (torch's switch), set only while warming."""
-    import torch
-
-    from kernelwright.harness.workers import zygote
-
-    monkeypatch.setenv("TORCHINDUCTOR_COMPILE_THREADS", "1")
-    monkeypatch.delenv(zygote.NVML_CHECK, raising=False)
-    asked: list[str | None] = []
     compiled: list[object] = []
-
-    def available() -> bool:
-        asked.append(os.environ.get(zygote.NVML_CHECK))
-        return gpu
 
     def compile_(fn: Any, *args: Any, **kwargs: Any) -> Any:
         compiled.append(fn)
         return fn
 
-    monkeypatch.setattr(torch.cuda, "is_available", available)
-    monkeypatch.setattr(torch, "compile", compile_)
-    zygote._warm()
-    assert asked == ["1"]  # answered through NVML, which starts no driver
+    assert _warm_up(monkeypatch, gpu, compile_) == ["1"]  # answered through NVML, which starts no driver
     assert len(compiled) == (0 if gpu else 1)
-    assert zygote.NVML_CHECK not in os.environ  # a child gets the job's environment, not this
 
 
 def test_a_warm_up_that_starts_a_thread_is_refused_and_the_refusal_lists_the_threads(
@@ -268,25 +276,14 @@ def test_a_warm_up_that_starts_a_thread_is_refused_and_the_refusal_lists_the_thr
 ) -> None:
     """A thread started while warming would be missing in every child (the CUDA driver's, on a GPU
     host): the server refuses, and says which threads the process has."""
-    import threading
-
-    import torch
-
-    from kernelwright.harness.workers import zygote
-
     release = threading.Event()
 
     def compile_(fn: Any, *args: Any, **kwargs: Any) -> Any:
         threading.Thread(target=release.wait, daemon=True).start()
         return fn
 
-    monkeypatch.setenv("TORCHINDUCTOR_COMPILE_THREADS", "1")
-    monkeypatch.delenv(zygote.NVML_CHECK, raising=False)
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(torch, "compile", compile_)
     try:
         with pytest.raises(RuntimeError, match=r"warming up started 1 thread\(s\) \(\w.*\); a forked child"):
-            zygote._warm()
+            _warm_up(monkeypatch, False, compile_)
     finally:
         release.set()
-    assert zygote.NVML_CHECK not in os.environ

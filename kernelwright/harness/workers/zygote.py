@@ -2,8 +2,9 @@
 
 It imports what every worker imports (torch, torch.compile's machinery, the harness's worker
 modules), compiles one throwaway function so torch.compile's lazily loaded parts are in memory
-too (not on a host with a GPU: there torch.compile starts the CUDA driver), and then forks a worker whenever the harness asks (`forkserver.py`). No candidate code ever
-runs here, and nothing here starts the CUDA driver: a child starts it itself, after the fork.
+too (not on a host with a GPU: there torch.compile starts the CUDA driver), and then forks a
+worker whenever the harness asks (`forkserver.py`). No candidate code ever runs here, and nothing
+here starts the CUDA driver: a child starts it itself, after the fork.
 
 A forked child turns into exactly what `python -m kernelwright.harness.workers.main JOB` would
 be, before the worker's first line runs: its own session, the descriptors the harness sent at 0,
