@@ -36,8 +36,10 @@ or split: `broker_before`) and as now (all three where they fit: `broker_after`,
 of which prepares the header and is not counted): the figure a candidate sees, with the split's
 steps from the build record. It needs a CUDA torch for `--lang cuda`. With `--fork`, also as a
 session builds (`broker_forked`: as `broker_after`, each builder forked from the fork server of
-its environment, which a session's worker has already started; its first request, which starts
-the server and prepares the header, is not counted).
+its environment, which a session's worker has already started; for CUDA the builders' server
+apart, as a GPU job's with KERNELWRIGHT_FORKSERVER=all; its first request, which starts the
+server and prepares the header, is not counted, and its builder starts afresh while the server
+apart starts).
 
 Prints one JSON document (also written with --json): medians, min, max and every run, per phase
 and mode. Timings on shared cores are noisy: say where they were taken.

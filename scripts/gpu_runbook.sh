@@ -43,11 +43,11 @@
 #   ownmodel issue #32: the own-model flow at real size (scripts/gpu_ownmodel.sh: profile, extract,
 #           scripted optimisation, verify, both exports, the package used without kernelwright)
 #   build   issue #29: a cold load_inline CUDA build, before and after the build step's adjustments,
-#           phase by phase and end to end (scripts/bench_build.py --lang cuda --broker; MODE=after
-#           skips the before runs)
+#           phase by phase and end to end, builders afresh and forked (scripts/bench_build.py --lang
+#           cuda --broker --fork; MODE=after skips the before runs)
 #   inline  issue #29: 100 cold level-1 candidates in KernelBench's load_inline form
 #           (scripts/gen_inline_slice.py) judged on one GPU, against their expected verdicts
-#           (FORK=all: workers forked)
+#           (FORK=all: workers and builders forked)
 #   forkgpu issue #29: CUDA workers forked from the fork server (KERNELWRIGHT_FORKSERVER=all): the
 #           harness GPU tests forked, then relu's fast form per candidate (a fresh worker each: the
 #           worker's start is what forking saves), afresh and forked
@@ -205,7 +205,7 @@ ownmodel)
     tar -czf "$OUT/ownmodel.tgz" -C /tmp/kw-ownmodel-out . && cp /tmp/kw-ownmodel-out/summary.md "$OUT/" 2>/dev/null
     ;;
 build)
-    timeout "${BUILD_S:-540}" python3 scripts/bench_build.py --lang cuda --repeats "${REPEATS:-3}" --broker ${MODE:+--mode "$MODE"} \
+    timeout "${BUILD_S:-540}" python3 scripts/bench_build.py --lang cuda --repeats "${REPEATS:-3}" --broker ${MODE:+--mode "$MODE"} --fork \
         --json "$OUT/bench_build_cuda.json" > "$OUT/bench_build.log" 2>&1
     echo "bench_build exit $?"; tail -30 "$OUT/bench_build.log"
     ;;

@@ -7,16 +7,21 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from kernelwright.fastext import build_key, cache_folder
+from kernelwright.harness.building import broker as broker_module
 from kernelwright.harness.building.broker import BuildBroker
+from kernelwright.harness.building.link import broker_link
 from kernelwright.harness.sandbox import confine
 from kernelwright.harness.session import evaluate
-from kernelwright.harness.workers import forkserver
+from kernelwright.harness.workers import forkserver, live
+from kernelwright.harness.workers.jobs import WorkerJob
 from kernelwright.problems import resolve_problem
 from kernelwright.problems.candidate.cache import BUILT_MARK
 from tests.candidates import harness_options, write_case
@@ -235,3 +240,120 @@ def test_an_interrupt_while_a_builder_is_forked_leaves_no_descriptor_open(
     with pytest.raises(KeyboardInterrupt):
         broker.handle(_fast(name="kw_broker_interrupted"))
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def _build_in_thread(broker: BuildBroker, name: str) -> tuple[threading.Thread, list[dict]]:
+    replies: list[dict] = []
+    thread = threading.Thread(target=lambda: replies.append(broker.handle(_fast(name=name))), daemon=True)
+    thread.start()
+    return thread, replies
+
+
+def test_a_gpu_job_s_builder_is_forked_during_a_timing_phase_from_a_server_the_phase_leaves_running(
+    tmp_path: Path,
+) -> None:
+    """A GPU job's builders carry on through timing phases (`pausable=False`); forked, they come
+    from a server of builders alone that the phase does not stop, so a build asked for while a
+    candidate is timed does not wait for the phase to end. A CPU job's builders come from the
+    worker's server (which the phase stops, as it must: no worker starts beside a measurement),
+    so the same build waits."""
+    gpu_like = BuildBroker(tmp_path / "cache", {}, timeout_s=120, pausable=False, fork=True)
+    shared = BuildBroker(tmp_path / "cache", {}, timeout_s=120, pausable=True, fork=True)
+    shared.handle(_fast(name="kw_broker_warm_shared"))  # both servers started before the phase
+    gpu_like.handle(_fast(name="kw_broker_warm_apart"))  # afresh (the server is never waited for)
+    apart_server = next(s for s in forkserver._SERVERS.values() if not s.pausable)
+    assert apart_server.ready(120), apart_server.log_tail()
+    before = _server_children()
+    with live.quiet(keep=None):
+        apart, apart_reply = _build_in_thread(gpu_like, "kw_broker_apart")
+        apart.join(timeout=60)
+        assert not apart.is_alive(), "the builder's server was stopped by the timing phase"
+        waiting, waiting_reply = _build_in_thread(shared, "kw_broker_shared")
+        waiting.join(timeout=3)
+        assert waiting.is_alive() and not waiting_reply, "a worker's server forked during a timing phase"
+    waiting.join(timeout=60)
+    assert apart_reply[0]["ok"] and waiting_reply[0]["ok"], (apart_reply, waiting_reply)
+    new = [pid for pid in _server_children() if pid not in before]
+    parents = {pid: next(s for s in forkserver._SERVERS.values() if pid in s._children) for pid in new}
+    assert sorted(s.pausable for s in parents.values()) == [False, True], parents
+
+
+@pytest.mark.parametrize(
+    ("device", "mode", "expected"),
+    [
+        ("cpu", "cpu", (True, True, False)),
+        ("cuda", "cpu", (False, False, True)),
+        ("cuda", "all", (False, True, True)),
+        ("cpu", "0", (True, False, False)),
+    ],
+)
+def test_a_job_s_builders_are_forked_as_its_device_and_the_switch_say(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, device: str, mode: str, expected: tuple[bool, bool, bool]
+) -> None:
+    """(pausable, forked, from a server apart): a CPU job's builders pause with timing phases and
+    come from its worker's server; a GPU job's carry on, and are forked only with
+    KERNELWRIGHT_FORKSERVER=all, from a server a phase does not stop."""
+    monkeypatch.setenv(forkserver.FORK_VAR, mode)
+    job = WorkerJob(
+        mode="candidate", problem_path=tmp_path / "p.py", device=device, out_dir=tmp_path, build_cache=tmp_path / "c"
+    )
+    link = broker_link(job, {})
+    broker = link.close.__self__  # type: ignore[attr-defined]
+    try:
+        assert (broker.pausable, broker.fork, broker.fork_apart) == expected
+    finally:
+        link.close()
+
+
+class _GoneServer:
+    """A fork server whose child ended (status 3) before it could build: no answer on its line."""
+
+    def returncode(self, pid: int) -> int:
+        return 3
+
+    def wait(self, pid: int, timeout: float | None) -> int:
+        return 3
+
+
+def _count_builders(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """The `fork` flag of every builder the broker starts from now on."""
+    started: list[bool] = []
+
+    class Counted(broker_module._Builder):
+        def __init__(self, request_file: Path, env: dict[str, str], log_file: Path, pausable: bool, fork: bool) -> None:
+            started.append(fork)
+            super().__init__(request_file, env, log_file, pausable, fork)
+
+    monkeypatch.setattr(broker_module, "_Builder", Counted)
+    return started
+
+
+def test_a_forked_builder_that_ends_without_an_answer_is_built_again_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A forked builder that dies before building (the server's side, not the candidate's) must
+    not turn into the candidate's build error: forking may only save time. The build is run once
+    more, started afresh, and succeeds."""
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    monkeypatch.setattr(forkserver, "spawn", lambda *a, **k: forkserver.ForkedProcess(_GoneServer(), ended.pid))  # type: ignore[arg-type]
+    started = _count_builders(monkeypatch)
+    reply = BuildBroker(tmp_path / "cache", {}, timeout_s=120, fork=True).handle(_fast(name="kw_broker_gone"))
+    assert reply["ok"], reply.get("log")
+    assert started == [True, False] and "ended without an answer" in caplog.text
+    out = ctypes.c_int(0)
+    assert ctypes.CDLL(reply["library"]).answer(ctypes.byref(out)) == 0 and out.value == 42
+
+
+def test_a_forked_builder_s_compile_error_is_the_answer_and_not_built_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The retry is only for a builder that gave no answer: a compiler error is the candidate's,
+    reported once, from one build."""
+    started = _count_builders(monkeypatch)
+    broken = 'extern "C" int answer(int* out) { return *out + ; }\n'
+    reply = BuildBroker(tmp_path / "cache", {}, timeout_s=120, fork=True).handle(
+        _fast(name="kw_broker_broken", source=broken)
+    )
+    assert not reply["ok"] and "error" in reply["log"]
+    assert started == [True] and "ended without an answer" not in caplog.text

@@ -178,9 +178,20 @@ def test_forking_is_chosen_per_device(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 class _Stub:
-    def __init__(self, env: dict[str, str]) -> None:
-        self.env, self.dead, self.stopped, self.children = env, None, False, False
+    def __init__(self, env: dict[str, str], apart: bool = False) -> None:
+        self.env, self.pausable, self.dead, self.stopped, self.children = env, not apart, None, False, False
         self.last_used = time.monotonic()
+        self.started = True  # `ready`'s answer
+        self.waits: list[float] = []  # every `ready` call's timeout
+        self.forks = 0
+
+    def ready(self, timeout: float = 0.0) -> bool:
+        self.waits.append(timeout)
+        return self.started
+
+    def fork(self, argv: list[str], env: dict[str, str], fds: list[int], targets: list[int], entry: str) -> str:
+        self.forks += 1
+        return f"forked {entry}"
 
     def busy(self) -> bool:
         return self.children
@@ -192,6 +203,7 @@ class _Stub:
 def test_servers_are_kept_per_environment_and_an_idle_one_gives_way(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(forkserver, "ForkServer", _Stub)
     monkeypatch.setattr(forkserver, "_SERVERS", {})
+    monkeypatch.setattr(forkserver, "MAX_SERVERS", 2)
     one = forkserver.server_for({"OMP_NUM_THREADS": "1", "HOME": "/a"})
     assert forkserver.server_for({"OMP_NUM_THREADS": "1", "HOME": "/b", "TMPDIR": "/t"}) is one  # own entries differ
     two = forkserver.server_for({"OMP_NUM_THREADS": "2"})
@@ -201,6 +213,69 @@ def test_servers_are_kept_per_environment_and_an_idle_one_gives_way(monkeypatch:
     assert two.stopped and not one.stopped and three is not None  # type: ignore[union-attr]
     three.children = True  # type: ignore[union-attr]
     assert forkserver.server_for({"OMP_NUM_THREADS": "4"}) is None  # every slot busy: start afresh
+
+
+def test_a_server_apart_is_another_server_for_the_same_environment_that_timing_phases_leave_running(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A GPU job's builders (never paused by a timing phase) are forked from a server of their own:
+    the worker's server for the same environment is stopped by every phase, as it must be."""
+    monkeypatch.setattr(forkserver, "ForkServer", _Stub)
+    monkeypatch.setattr(forkserver, "_SERVERS", {})
+    env = {"CUDA_VISIBLE_DEVICES": "0"}
+    workers, builders = forkserver.server_for(env), forkserver.server_for(env, apart=True)
+    assert workers is not builders and forkserver.server_for(env, apart=True) is builders
+    assert workers.pausable and not builders.pausable  # type: ignore[union-attr]
+    assert forkserver.MAX_SERVERS >= 3  # a CPU job's server, and a GPU job's two, side by side
+
+
+def test_a_builder_never_waits_for_a_server_apart_that_is_still_starting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A builder started afresh costs its imports, about what waiting for a starting server
+    would: while the builders' server starts (on an H200 host one once never became ready, and
+    each build waited for it), builders start afresh at once and the server is kept, not given up;
+    once it is ready they are forked. A worker's server is waited for, as before."""
+    monkeypatch.setattr(forkserver, "ForkServer", _Stub)
+    monkeypatch.setattr(forkserver, "_SERVERS", {})
+    monkeypatch.setattr(forkserver, "_FAILED", set())
+    env = {"CUDA_VISIBLE_DEVICES": "0"}
+    builders = forkserver.server_for(env, apart=True)
+    builders.started = False  # type: ignore[union-attr]
+    assert forkserver.spawn(["b"], env, [], [], entry="builder", apart=True) is None
+    assert builders.waits == [0.0] and builders.forks == 0  # type: ignore[union-attr]
+    assert forkserver.server_for(env, apart=True) is builders and not forkserver._FAILED  # kept
+    builders.started = True  # type: ignore[union-attr]
+    assert forkserver.spawn(["b"], env, [], [], entry="builder", apart=True) == "forked builder"
+    workers = forkserver.server_for(env)
+    workers.started = False  # type: ignore[union-attr]
+    assert forkserver.spawn(["w"], env, [], []) == "forked worker"  # its wait is fork's own
+    assert workers.waits == []  # type: ignore[union-attr]
+
+
+def test_a_server_apart_starts_on_the_calling_thread_s_cores_and_a_worker_s_server_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The builders' server runs beside timing phases, so it starts where a builder started afresh
+    by the same thread would (a build thread's cores); a worker's server starts from the launcher
+    thread, whatever the caller's cores."""
+    monkeypatch.setattr(forkserver, "_SERVERS", {})
+    everywhere = os.sched_getaffinity(0)
+    if len(everywhere) < 2:
+        pytest.skip("needs two cores to tell the placements apart")
+    one = {min(everywhere)}
+    found: dict[bool, set[int]] = {}
+
+    def start() -> None:
+        os.sched_setaffinity(0, one)  # this thread only
+        for apart in (True, False):
+            server = forkserver.server_for({"KW_TEST_PLACEMENT": "1"}, apart=apart)
+            assert server is not None
+            found[apart] = os.sched_getaffinity(server.pid)
+
+    thread = threading.Thread(target=start)
+    thread.start()
+    thread.join(timeout=60)
+    forkserver.stop_all()
+    assert found == {True: one, False: everywhere}
 
 
 class _ClosedLine:

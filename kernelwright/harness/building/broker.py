@@ -61,7 +61,9 @@ CLOSE_WAIT_S = 10.0  # at most, for killed builds' requests to end (`BuildBroker
 class _Builder:
     """One builder process, registered with `live` (Ctrl-C ends it; a timing phase pauses it):
     forked from the fork server where `fork` says so and the server can (`forkserver.py`: the
-    builder's imports, torch's among them, are already done there), else started afresh."""
+    builder's imports, torch's among them, are already done there), else started afresh. One that
+    is not `pausable` comes from a server apart, which timing phases leave running as they leave
+    it (from its worker's server, stopped by every phase, its start would wait for the phase)."""
 
     def __init__(self, request_file: Path, env: dict[str, str], log_file: Path, pausable: bool, fork: bool) -> None:
         self.pausable = pausable  # see live.quiet
@@ -69,7 +71,7 @@ class _Builder:
         self.proc: subprocess.Popen[bytes] | forkserver.ForkedProcess
         self._out: IO[bytes] | None = None  # the forked builder's stdout (Popen keeps its own)
         try:
-            forked = self._fork(request_file, env) if fork else None
+            forked = self._fork(request_file, env, apart=not pausable) if fork else None
             if forked is not None:
                 self.proc = forked
             else:
@@ -88,12 +90,14 @@ class _Builder:
         self.pid = self.proc.pid
         live.add(self)
 
-    def _fork(self, request_file: Path, env: dict[str, str]) -> forkserver.ForkedProcess | None:
+    def _fork(self, request_file: Path, env: dict[str, str], apart: bool) -> forkserver.ForkedProcess | None:
         read, write = os.pipe()
         devnull = os.open(os.devnull, os.O_RDONLY)
         try:
             argv = ["kernelwright-builder", str(request_file)]
-            forked = forkserver.spawn(argv, env, [devnull, write, self._log.fileno()], [0, 1, 2], entry="builder")
+            forked = forkserver.spawn(
+                argv, env, [devnull, write, self._log.fileno()], [0, 1, 2], entry="builder", apart=apart
+            )
         except BaseException:
             os.close(read)
             raise
@@ -171,12 +175,15 @@ class BuildBroker:
         the light `torch/extension.h` (`light_header.py`) and with nvcc's front ends at once
         (`nvcc_split.py`); by default unless KERNELWRIGHT_LIGHT_CU=0 / KERNELWRIGHT_NVCC_SPLIT=0.
         `fork`: builders are forked from the fork server of their environment (the worker's, so
-        the server its worker came from) where it can, else started afresh."""
+        the server its worker came from) where it can, else started afresh; builders that are not
+        `pausable` from a server of builders alone, which timing phases do not stop either
+        (`fork_apart`)."""
         self.cache = BuildCache(cache_root)
         self.precompiled_headers = headers.enabled() if precompiled_headers is None else precompiled_headers
         self.light_cu = light_header.enabled() if light_cu is None else light_cu
         self.nvcc_split = ninja_runs.split_enabled() if nvcc_split is None else nvcc_split
         self.env_extra, self.timeout_s, self.pausable, self.fork = dict(env_extra), timeout_s, pausable, fork
+        self.fork_apart = not pausable  # where a forked builder comes from (see _Builder)
         self._builders: set[_Builder] = set()
         self._lock = threading.Lock()
         self._closed = False
@@ -329,16 +336,32 @@ class BuildBroker:
 
     def _run_builder(self, request: dict[str, Any], folder: Path) -> tuple[bool, str | None, str, dict[str, Any]]:
         """Run the builder for `request` in `folder`: (ok, the library's path, the log, the
-        builder's answer)."""
+        builder's answer). A forked builder that ended without an answer (it died before it could
+        build: the server's side, not the candidate's) is run once more, started afresh, in the
+        folder cleared: forking may only ever save time, never fail a build. A builder that
+        answered (a compiler error included) or ran out of time is not run again."""
+        outcome, forked = self._run_builder_once(request, folder, self.fork)
+        ok, _, text, answer = outcome
+        if forked and not ok and not answer and not self._closed and "the build took longer than" not in text:
+            log.warning("a forked builder ended without an answer; building again, started afresh:\n%s", text[-1500:])
+            self._clear(folder)
+            outcome, _ = self._run_builder_once(request, folder, fork=False)
+        return outcome
+
+    def _run_builder_once(
+        self, request: dict[str, Any], folder: Path, fork: bool
+    ) -> tuple[tuple[bool, str | None, str, dict[str, Any]], bool]:
+        """One builder's run (see `_run_builder`), and whether that builder was forked."""
         if self._closed:
-            return False, None, "the worker's evaluation has ended", {}
+            return (False, None, "the worker's evaluation has ended", {}), False
         with tempfile.TemporaryDirectory(prefix="kw-build-") as scratch:
             work = Path(scratch)
             (work / "request.json").write_text(json.dumps({**request, "folder": str(folder)}))
             env = scrubbed_env(os.environ, self.env_extra, home=work / "home", tmp=work / "tmp")
             (work / "home").mkdir()
             (work / "tmp").mkdir()
-            builder = _Builder(work / "request.json", env, work / "build.log", self.pausable, self.fork)
+            builder = _Builder(work / "request.json", env, work / "build.log", self.pausable, fork)
+            forked = isinstance(builder.proc, forkserver.ForkedProcess)
             with self._lock:
                 self._builders.add(builder)
             try:
@@ -356,14 +379,15 @@ class BuildBroker:
             compiler = "\n".join(lines)
             text = redact(compiler + "\n" + (work / "build.log").read_text(errors="replace"))[-_LOG_TAIL:]
         if code is None:
-            return False, None, text + f"\nthe build took longer than {self.timeout_s:.0f} s", {}
+            return (False, None, text + f"\nthe build took longer than {self.timeout_s:.0f} s", {}), forked
         library = answer.get("library")
         if code != 0 or not answer.get("ok") or not isinstance(library, str):
-            return False, None, text or str(answer.get("error") or f"the builder exited with status {code}"), answer
+            why = text or str(answer.get("error") or f"the builder exited with status {code}")
+            return (False, None, why, answer), forked
         path = Path(library).resolve()
         if not path.is_file() or path.parent != folder.resolve():
-            return False, None, text + f"\nthe builder's library {library} is not in its build folder", answer
-        return True, str(path), text, answer
+            return (False, None, text + f"\nthe builder's library {library} is not in its build folder", answer), forked
+        return (True, str(path), text, answer), forked
 
     def close(self) -> None:
         """End builds still running for this worker (it is gone, or timed out)."""

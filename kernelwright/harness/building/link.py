@@ -13,16 +13,17 @@ from kernelwright.harness.workers.process import BuildLink
 
 def broker_link(job: WorkerJob, env: dict[str, str]) -> BuildLink:
     """A build broker for `job`'s worker (its builders get `env`, the worker's additions, and are
-    forked where its worker is, on the CPU); on the CPU a timing phase (`live.quiet`) pauses its
-    builders too."""
+    forked where forking is on: on the CPU from its worker's server, on a GPU from a server of
+    builders alone); on the CPU a timing phase (`live.quiet`) pauses its builders too."""
     broker = BuildBroker(
         job.build_cache,
         env,
         timeout_s=BUILD_TIMEOUT_S,
         pausable=job.device == "cpu",
-        # Forked as its worker is, from the same server, on the CPU only: a timing phase stops the
-        # server, and a GPU job's builders carry on through timing phases (on cores of their own).
-        fork=job.device == "cpu" and forkserver.forking_for(job.device),
+        # A GPU job's builders carry on through timing phases (on cores of their own), so they are
+        # forked (KERNELWRIGHT_FORKSERVER=all) from a server of their own that a phase does not
+        # stop; a CPU job's from its worker's server, which a phase stops with them (broker.py).
+        fork=forkserver.forking_for(job.device),
     )
     fds_env, child_fds, serve = open_channel(broker)
     return BuildLink(env=fds_env, child_fds=child_fds, serve=serve, close=broker.close)

@@ -11,8 +11,9 @@ giving way. Whatever goes wrong with a server (it cannot start, it died) is logg
 worker is started the old way, so forking only ever saves time.
 
 `KERNELWRIGHT_FORKSERVER`: "cpu" (the default) forks CPU workers; "all" CUDA workers too (the
-children start the driver after the fork; on a GPU host the server only imports, `zygote.py`);
-"0" never.
+children start the driver after the fork; on a GPU host the server only imports, `zygote.py`),
+and a GPU job's builders from a server of builders alone (`apart`: a timing phase does not stop
+it, as it does not stop those builders; never waited for while it starts); "0" never.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ ZYGOTE_MODULE = "kernelwright.harness.workers.zygote"
 # A worker's own entries of its environment (`process.py`, `building/link.py`): never a reason
 # for another server.
 OWN_VARS = frozenset({"HOME", "TMPDIR", "TORCH_EXTENSIONS_DIR", "CUDA_CACHE_PATH", "KERNELWRIGHT_BUILD_FDS"})
-MAX_SERVERS = 2
+MAX_SERVERS = 3  # a CPU job's, a GPU job's workers' and its builders' (`apart`)
 START_TIMEOUT_S = 300.0  # imports and one compile; a cold inductor cache on a slow disk included
 REPLY_TIMEOUT_S = 30.0
 T = TypeVar("T")
@@ -105,18 +106,24 @@ class ForkServer:
     process of this harness (`live.py`): a timing phase stops it (not its children, the workers,
     which the phase pauses or keeps itself), so no worker is forked beside a measurement."""
 
-    pausable = True
     alone = True  # `live.quiet` stops this process, not the tree below it
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], apart: bool = False) -> None:
+        """`apart`: a server of builders that timing phases let carry on (a GPU job's,
+        `server_for(apart=True)`): no phase stops it either, and it is started from the calling
+        thread, on that thread's cores and at its nice value, as a builder started afresh from
+        there would be (a worker's server is started by `_LAUNCHER`)."""
+        self.pausable = not apart
         self.folder = Path(tempfile.mkdtemp(prefix="kernelwright-zygote-"))
         (self.folder / "home").mkdir()
         (self.folder / "tmp").mkdir()
         env = dict(env) | {"HOME": str(self.folder / "home"), "TMPDIR": str(self.folder / "tmp")}
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.log_path = self.folder / "zygote.log"
+        launch: Callable[[Callable[[], subprocess.Popen[bytes]]], subprocess.Popen[bytes]]
+        launch = (lambda start: start()) if apart else _LAUNCHER.run
         with open(self.log_path, "ab") as log_file:
-            self.proc = _LAUNCHER.run(
+            self.proc = launch(
                 lambda: subprocess.Popen(
                     [sys.executable, "-m", ZYGOTE_MODULE, str(theirs.fileno())],
                     stdin=subprocess.DEVNULL,
@@ -182,6 +189,10 @@ class ForkServer:
                 socket.send_fds(self._sock, [json.dumps(message).encode()], fds)
             else:
                 self._sock.send(json.dumps(message).encode())
+
+    def ready(self, timeout: float = 0.0) -> bool:
+        """Whether the server has finished starting (or has died trying), waiting up to `timeout`."""
+        return self._ready.wait(timeout)
 
     def fork(
         self, argv: list[str], env: dict[str, str], fds: list[int], targets: list[int], entry: str = "worker"
@@ -294,19 +305,21 @@ class ForkedProcess:
         return self.server.wait(self.pid, timeout)
 
 
-_SERVERS: dict[tuple[tuple[str, str], ...], ForkServer] = {}
-_FAILED: set[tuple[tuple[str, str], ...]] = set()  # environments whose server could not start
+_Key = tuple[bool, tuple[tuple[str, str], ...]]  # (apart, the environment less the worker's own)
+_SERVERS: dict[_Key, ForkServer] = {}
+_FAILED: set[_Key] = set()  # servers that could not start
 _LOCK = threading.Lock()
 
 
-def _key(env: dict[str, str]) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted((k, v) for k, v in env.items() if k not in OWN_VARS))
+def _key(env: dict[str, str], apart: bool = False) -> _Key:
+    return apart, tuple(sorted((k, v) for k, v in env.items() if k not in OWN_VARS))
 
 
-def server_for(env: dict[str, str]) -> ForkServer | None:
-    """The running server for `env` (started now if there is none); None where that environment's
-    server failed before, or every server slot holds a busy server."""
-    key = _key(env)
+def server_for(env: dict[str, str], apart: bool = False) -> ForkServer | None:
+    """The running server for `env` (started now if there is none); None where that server failed
+    before, or every server slot holds a busy server. `apart`: a server of its own that a timing
+    phase does not stop, for builders that carry on through timing phases (a GPU job's)."""
+    key = _key(env, apart)
     with _LOCK:
         if key in _FAILED:
             return None
@@ -321,27 +334,33 @@ def server_for(env: dict[str, str]) -> ForkServer | None:
                 return None
             oldest = min(idle, key=lambda k: _SERVERS[k].last_used)
             _SERVERS.pop(oldest).stop()
-        server = ForkServer(dict(key))
+        server = ForkServer(dict(key[1]), apart=apart)
         _SERVERS[key] = server
         return server
 
 
 def spawn(
-    argv: list[str], env: dict[str, str], fds: list[int], targets: list[int], entry: str = "worker"
+    argv: list[str], env: dict[str, str], fds: list[int], targets: list[int], entry: str = "worker", apart: bool = False
 ) -> ForkedProcess | None:
-    """Fork a worker (or another `entry`) from the server for `env`; None when it cannot (start
-    it the old way)."""
-    server = server_for(env)
+    """Fork a worker (or another `entry`) from the server for `env` (`apart`: see `server_for`);
+    None when it cannot (start it the old way). A server apart is never waited for: while it is
+    still starting, its builder starts afresh at once (its own imports cost about what the wait
+    would), and later builders are forked once it is ready."""
+    key = _key(env, apart)
+    server = server_for(env, apart)
     if server is None:
+        return None
+    if apart and not server.ready():
+        log.debug("the builders' server is still starting; this builder starts afresh")
         return None
     try:
         return server.fork(argv, env, fds, targets, entry)
     except ForkUnavailable as exc:
         log.warning("the fork server cannot start workers (%s); starting them afresh\n%s", exc, server.log_tail())
         with _LOCK:
-            if _SERVERS.get(_key(env)) is server:
-                _SERVERS.pop(_key(env))
-            _FAILED.add(_key(env))
+            if _SERVERS.get(key) is server:
+                _SERVERS.pop(key)
+            _FAILED.add(key)
         server.stop()
         return None
 
