@@ -71,6 +71,14 @@ pytest_gpu=(python3 -m pytest -p no:benchmark -o addopts="" -rA)
 timed=tests/harness/test_harness_gpu.py::test_correct_cuda_kernel_is_timed_against_eager_and_compile
 keep() {  # a batch folder's results and report, copied out (the folder itself stays on the machine)
     mkdir -p "$OUT/$1" && cp .gpuwork/"$1"/results.jsonl .gpuwork/"$1"/report.json "$OUT/$1/" 2>/dev/null
+    # A device call brings back at most 8 files: two batch phases in one call lose some. The
+    # first build errors (none is expected in the slices) are printed, so their messages survive.
+    python3 -c "import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+bad = [r for r in rows if r.get('kind') == 'candidate' and r.get('verdict') == 'build_error']
+print(f'{len(bad)} build error(s) in {sys.argv[1]}')
+for r in bad[:3]:
+    print('---', r.get('candidate'), r.get('reason'), (r.get('message') or '')[-1500:])" .gpuwork/"$1"/results.jsonl 2>/dev/null
 }
 
 case "$phase" in
