@@ -320,9 +320,11 @@ def _count_builders(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     started: list[bool] = []
 
     class Counted(broker_module._Builder):
-        def __init__(self, request_file: Path, env: dict[str, str], log_file: Path, pausable: bool, fork: bool) -> None:
+        def __init__(
+            self, request_file: Path, env: dict[str, str], log_file: Path, pausable: bool, fork: bool, apart: bool
+        ) -> None:
             started.append(fork)
-            super().__init__(request_file, env, log_file, pausable, fork)
+            super().__init__(request_file, env, log_file, pausable, fork, apart)
 
     monkeypatch.setattr(broker_module, "_Builder", Counted)
     return started

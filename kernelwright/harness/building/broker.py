@@ -61,17 +61,18 @@ CLOSE_WAIT_S = 10.0  # at most, for killed builds' requests to end (`BuildBroker
 class _Builder:
     """One builder process, registered with `live` (Ctrl-C ends it; a timing phase pauses it):
     forked from the fork server where `fork` says so and the server can (`forkserver.py`: the
-    builder's imports, torch's among them, are already done there), else started afresh. One that
-    is not `pausable` comes from a server apart, which timing phases leave running as they leave
-    it (from its worker's server, stopped by every phase, its start would wait for the phase)."""
+    builder's imports, torch's among them, are already done there), else started afresh; `apart`:
+    from a server of builders alone (`BuildBroker.fork_apart`)."""
 
-    def __init__(self, request_file: Path, env: dict[str, str], log_file: Path, pausable: bool, fork: bool) -> None:
+    def __init__(
+        self, request_file: Path, env: dict[str, str], log_file: Path, pausable: bool, fork: bool, apart: bool
+    ) -> None:
         self.pausable = pausable  # see live.quiet
         self._log = open(log_file, "wb")  # noqa: SIM115 (closed in wait())
         self.proc: subprocess.Popen[bytes] | forkserver.ForkedProcess
         self._out: IO[bytes] | None = None  # the forked builder's stdout (Popen keeps its own)
         try:
-            forked = self._fork(request_file, env, apart=not pausable) if fork else None
+            forked = self._fork(request_file, env, apart) if fork else None
             if forked is not None:
                 self.proc = forked
             else:
@@ -183,7 +184,6 @@ class BuildBroker:
         self.light_cu = light_header.enabled() if light_cu is None else light_cu
         self.nvcc_split = ninja_runs.split_enabled() if nvcc_split is None else nvcc_split
         self.env_extra, self.timeout_s, self.pausable, self.fork = dict(env_extra), timeout_s, pausable, fork
-        self.fork_apart = not pausable  # where a forked builder comes from (see _Builder)
         self._builders: set[_Builder] = set()
         self._lock = threading.Lock()
         self._closed = False
@@ -284,6 +284,13 @@ class BuildBroker:
         spec = {"name": "kw_prepare", "extra_cflags": list(extra_cflags or [])}
         return self._headers_for({"kind": "inline", "spec": spec, "with_cuda": with_cuda})
 
+    @property
+    def fork_apart(self) -> bool:
+        """Whether a forked builder comes from a server of builders alone: exactly those that are
+        not `pausable` (timing phases leave that server running, as they leave its builders; from
+        its worker's server, stopped by every phase, a builder's start would wait for the phase)."""
+        return not self.pausable
+
     def _headers_for(self, request: dict[str, Any]) -> dict[str, Any]:
         """What the builder of this `load_inline` request is told about the precompiled torch
         header: its folder (`pch`), prepared now if this toolchain and flag set has none yet, or
@@ -360,7 +367,7 @@ class BuildBroker:
             env = scrubbed_env(os.environ, self.env_extra, home=work / "home", tmp=work / "tmp")
             (work / "home").mkdir()
             (work / "tmp").mkdir()
-            builder = _Builder(work / "request.json", env, work / "build.log", self.pausable, fork)
+            builder = _Builder(work / "request.json", env, work / "build.log", self.pausable, fork, self.fork_apart)
             forked = isinstance(builder.proc, forkserver.ForkedProcess)
             with self._lock:
                 self._builders.add(builder)
