@@ -342,22 +342,6 @@ def measure_work_share(
     return share
 
 
-def output_settles(output: Any, *, device: str, wait_s: float = 0.05) -> bool:
-    """True when the output no longer changes after forward returned (and the device synced):
-    work finishing later (another thread, a lazy tensor) changes it."""
-    tensors = [t for t in (output if isinstance(output, list | tuple) else [output]) if isinstance(t, torch.Tensor)]
-    if device == "cuda":
-        torch.cuda.synchronize()
-    snapshot = [t.detach().clone() for t in tensors]
-    time.sleep(wait_s)
-    if device == "cuda":
-        torch.cuda.synchronize()
-    return all(
-        torch.equal(a, b) or (a.isnan().any() and torch.equal(a.nan_to_num(), b.nan_to_num()))
-        for a, b in zip(snapshot, tensors, strict=True)
-    )
-
-
 def output_pass_ms(output: Any, device: str, repeats: int = 5) -> float:
     """The fastest time of one copy of the output (a read and a write of every output byte): the
     least an own kernel that produces or finishes the output costs (policy engineering)."""

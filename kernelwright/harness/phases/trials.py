@@ -1,6 +1,8 @@
 """The correctness phase: the trials, one command each. The candidate learns a trial's seed only
 when it runs, every call has a time limit scaled to the reference's, and each output is compared
-in the reference's process and then deleted."""
+in the reference's process and then deleted. The output compared is a copy made right after the
+call; when it fails, the worker is asked whether the output was still changing (`settle`:
+`checks/settling.py`), which names the failure `lazy_output`."""
 
 from __future__ import annotations
 
@@ -60,6 +62,7 @@ def run_trials(
     constants: list[tuple[bool, bool]] = []
     rejections: list[Rejection] = []
     handed_over = 0
+    lazy = False  # a failed output was found still changing: no need to ask again
     start = time.monotonic()
     for k, plan in enumerate(plans):
         repeat = k == 0  # the first trial runs twice: a race shows as two different outputs
@@ -85,6 +88,17 @@ def run_trials(
         if comparison is not None:
             handed_over += comparison.handed_over
             constants.append((comparison.constant_candidate, comparison.constant_reference))
+        if comparison is not None and not comparison.passed and not lazy:
+            # The output compared was copied right after the call: was it still changing?
+            settle = client.settle(call_limit)
+            early = judge.run_failure(settle.outcome, Reason.CORRECTNESS_TIMEOUT)
+            if early is not None or settle.report is None:
+                result.phase_seconds["correctness"] = time.monotonic() - start
+                result.stderr_tail = worker.stderr_tail(3000)
+                return apply(result, early or judge.unreadable_report("settle"))
+            if settle.report.rejections is not None:
+                rejections = settle.report.rejections
+            lazy = not settle.report.settled
         result.trials.append(judge.trial_result(plan, report, refs[plan.index], comparison, ctx.opts.device))
     result.phase_seconds["correctness"] = time.monotonic() - start
     result.stderr_tail = worker.stderr_tail(3000)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -26,6 +27,7 @@ from kernelwright.harness.workers.messages import (
     OutputFile,
     Rejection,
     Report,
+    SettleReport,
     Share,
     TimedRun,
     TimingReport,
@@ -45,6 +47,15 @@ class Channel(Protocol):
     def send(self, event: str, phase: str, **data: Any) -> None: ...
 
     def report(self, phase: str, report: Report) -> None: ...
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A trial's output as it is (`live`) and as it was handed over (`copies`, made at `copied_at`)."""
+
+    live: list[Any]
+    copies: list[Any]
+    copied_at: float
 
 
 def _tail(text: str, lines: int = 40) -> str:
@@ -96,6 +107,7 @@ class CandidateSession:
         self.previous: dict[str, list[Any]] = {}  # input buffers by shape, reused with new values
         self.ipc = False  # CUDA outputs handed over as memory handles (the harness's choice)
         self.handed: list[Any] = []  # tensors handed over so: alive until the harness's next command
+        self.pending: Pending | None = None  # the last trial's output, until the harness's next command
 
     def _hand_over(self, output: Any, path: Path) -> None:
         """An output to the reference's process: as memory handles where the harness asked for
@@ -204,6 +216,7 @@ class CandidateSession:
         import torch
 
         from kernelwright.harness.checks import dynamic as dynamic_checks
+        from kernelwright.harness.checks import settling
 
         self.chan.send("phase", "trial")
         if not self._ensure_model():
@@ -244,13 +257,22 @@ class CandidateSession:
             self.rejections.append(
                 (Reason.LAZY_OUTPUT, f"forward returned a {type(outs[0]).__name__}, a tensor subclass")
             )
-        if not dynamic_checks.output_settles(output, device=job.device):
+        # The output as it was right after the call is what the reference's process compares
+        # (`checks/settling.py`); the live one is kept until the next command, in case it is asked
+        # whether it settled.
+        live = settling.output_tensors(output)
+        look = settling.first_look(live)
+        copy = settling.copy_output(output)
+        copies = settling.output_tensors(copy)
+        if settling.changed_while_copied(look, copies):  # (this waits for the copy on a GPU)
             self.rejections.append(
                 (
                     Reason.LAZY_OUTPUT,
-                    "the output kept changing after forward returned (work finishing outside the call)",
+                    "the output changed while it was being copied right after forward returned "
+                    "(work finishing outside the call)",
                 )
             )
+        self.pending = Pending(live, copies, settling.now())
         if dynamic_checks.aliases_input(output, inputs):
             record.alias = True
         modified = [
@@ -260,7 +282,8 @@ class CandidateSession:
         ]
         if modified:
             record.modified_inputs = modified
-        self._hand_over(output, job.out_dir / f"candidate_{plan.index}.out")
+        self._hand_over(copy, job.out_dir / f"candidate_{plan.index}.out")
+        del copy
         if repeat:  # the first output stays alive: memory it still holds cannot be handed out again
             with torch.no_grad():
                 again = self.model(*before)
@@ -270,10 +293,30 @@ class CandidateSession:
                 record.output_reused = True
             self._hand_over(again, job.out_dir / f"candidate_{plan.index}_repeat.out")
             del again
-        del output
         record.devices = [str(o.device) for o in outs if isinstance(o, torch.Tensor)]
         record.status, record.rejections = "ok", self.rejections
         self.chan.report("trial", record)
+
+    def settle(self) -> None:
+        """Asked after the last trial's output failed its comparison: had that output changed
+        `settling.WAIT_S` after it was copied? Then it was not final when forward returned."""
+        from kernelwright.harness.checks import settling
+
+        self.chan.send("phase", "settle")
+        report = SettleReport(looked=self.pending is not None)
+        if self.pending is not None:
+            report.settled = settling.settled_since(
+                self.pending.copies, self.pending.live, self.pending.copied_at, self.job.device
+            )
+            if not report.settled:
+                self.rejections.append(
+                    (
+                        Reason.LAZY_OUTPUT,
+                        "the output kept changing after forward returned (work finishing outside the call)",
+                    )
+                )
+        report.rejections = self.rejections
+        self.chan.report("settle", report)
 
     def workshare(self, request: WorkShareRequest) -> None:
         """Profile the reference and the candidate on every shape (`plans`: the default shapes and

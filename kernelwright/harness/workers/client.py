@@ -2,7 +2,7 @@
 writes a command string or reads a reply's data by key.
 
 A command is one line on the worker's stdin (`trial JSON`, `workshare JSON`, `timing N`,
-`onethread JSON`, `compare JSON`, `baselines MS`, `prepare`, `candidate JSON`); its answer is the `result` message
+`onethread JSON`, `settle`, `compare JSON`, `baselines MS`, `prepare`, `candidate JSON`); its answer is the `result` message
 of the same phase, read back as that phase's report (`messages.py`). Every call returns a
 `Reply`: the `Outcome` (a crash, hang or OOM is a value there) and the report, None when there
 was none or it did not validate.
@@ -31,6 +31,7 @@ from kernelwright.harness.workers.messages import (
     PrepareReport,
     ReadyReport,
     ReferenceReport,
+    SettleReport,
     TimingReport,
     TrialReport,
     WorkShareReport,
@@ -111,6 +112,12 @@ class CandidateClient:
     def trial(self, request: TrialRequest, timeout_s: float) -> Reply[TrialReport]:
         self.worker.send(f"trial {request.model_dump_json()}")
         return _wait(self.worker, "trial", TrialReport, timeout_s)
+
+    def settle(self, timeout_s: float) -> Reply[SettleReport]:
+        """After a trial whose output failed its comparison: had that output changed since it
+        was copied (`checks/settling.py`)?"""
+        self.worker.send("settle")
+        return _wait(self.worker, "settle", SettleReport, timeout_s)
 
     def workshare(self, request: WorkShareRequest, timeout_s: float) -> Reply[WorkShareReport]:
         self.worker.send(f"workshare {request.model_dump_json()}")

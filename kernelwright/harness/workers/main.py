@@ -154,6 +154,10 @@ def main(argv: list[str]) -> int:
     while True:  # the harness drives the phases: trials, work share, timing, in its order
         command, _, argument = chan.wait_command().partition(" ")
         session.handed.clear()  # the reference's process has copied what was handed over
+        if command == "settle":
+            session.settle()
+            continue
+        session.pending = None  # the last trial's output is no longer asked about
         if command == "trial":
             request = TrialRequest.model_validate_json(argument)
             session.ipc = request.ipc

@@ -77,6 +77,15 @@ class TrialReport(Report):
     rejections: list[Rejection] | None = None  # None: as the trial before said
 
 
+class SettleReport(Report):
+    """`result settle`: whether the last trial's output still equalled the copy handed over, a
+    while after it was made (`checks/settling.py`). `looked`: there was a trial output to look at."""
+
+    looked: bool = False
+    settled: bool = True
+    rejections: list[Rejection] | None = None
+
+
 class Share(BaseModel):
     """One shape's work-share profile: the candidate's own kernels against library ops, and the
     reference's whole forward on the same inputs. `error`: profiling this shape failed."""
