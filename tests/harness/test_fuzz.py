@@ -86,6 +86,35 @@ def test_compare_reports_errors_indices_and_reasons() -> None:
     assert compare_outputs((ref, ref), (ref,), 1e-4, 1e-4).reason == Reason.SHAPE_MISMATCH
 
 
+def test_non_finite_values_take_the_careful_path_with_the_same_figures() -> None:
+    """Finite outputs are compared without the NaN/Inf bookkeeping; a NaN or Inf anywhere, in
+    either output, takes the careful path, and what both agree on changes none of the figures."""
+    torch.manual_seed(0)
+    ref = torch.randn(64, 33)
+    got = ref + 1e-5 * torch.randn(64, 33)
+    got[5, 7] = ref[5, 7] + 3.0  # one real mismatch
+    plain = compare_outputs(ref, got, 1e-4, 1e-4, [1e-6])
+    for special in (float("nan"), float("inf"), -float("inf")):
+        r, g = ref.clone(), got.clone()
+        r[60, 1] = g[60, 1] = special  # agreed on: not an error
+        careful = compare_outputs(r, g, 1e-4, 1e-4, [1e-6])
+        assert (careful.passed, careful.reason, careful.first_mismatches) == (
+            plain.passed,
+            plain.reason,
+            plain.first_mismatches,
+        )
+        assert careful.max_abs_error == plain.max_abs_error and careful.max_rel_error == plain.max_rel_error
+        g[60, 1] = 0.0  # the reference's NaN/Inf not reproduced: a mismatch at that place
+        missed = compare_outputs(r, g, 1e-4, 1e-4)
+        assert (60, 1) in missed.first_mismatches and missed.max_rel_error == math.inf
+    for special in (float("nan"), float("inf")):
+        g = got.clone()
+        g[3, 3] = special  # only the candidate's: caught whichever maximum saw it
+        assert compare_outputs(ref, g, 1e-4, 1e-4).reason == Reason.NONFINITE_OUTPUT
+    empty = torch.empty(0, 4)
+    assert compare_outputs(empty, empty.clone(), 1e-4, 1e-4).passed
+
+
 def test_is_constant() -> None:
     assert is_constant(torch.zeros(3, 3))
     assert not is_constant(torch.arange(4.0))

@@ -1,14 +1,15 @@
 """Who launched the candidate's kernels (#28): kernels replayed from a CUDA graph the candidate
 captured from its own kernels, and operators it registered itself (`torch.ops.NS.NAME`), count as
 its own work in the work-share profile; a graph of PyTorch's kernels, or an operator that wraps
-PyTorch's, stays a fallback. Profiler events are synthetic here (the attribution reads names,
-device types, correlation ids and parents, as torch.profiler's FunctionEvents carry them); the
+PyTorch's, stays a fallback. Profiler events are synthetic here (on the GPU the attribution reads
+names, correlation ids, durations, streams and host spans, as `rounds.read_events` takes them from
+the profiler's raw events; on the CPU parents and times, as its FunctionEvents carry them); the
 CPU operator test builds a real TORCH_LIBRARY extension. The GPU cases are in
 `test_graph_replay_gpu.py`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,10 @@ import pytest
 import torch
 
 from kernelwright.harness import judge
-from kernelwright.harness.checks.dynamic import NOT_WORK, _attribute, graph_launch_ids, measure_work_share
+from kernelwright.harness.checks import rounds
+from kernelwright.harness.checks.dynamic import measure_work_share
 from kernelwright.harness.checks.recorder import REGION_PREFIX
+from kernelwright.harness.checks.rounds import NOT_WORK, ProfiledEvent
 from kernelwright.harness.checks.static.analysis import analyze_candidate
 from kernelwright.harness.checks.symbols import KernelMatcher
 from kernelwright.harness.phases.context import apply
@@ -27,70 +30,56 @@ from kernelwright.harness.workers.messages import Share
 from tests.harness.test_judge_work_share import OWN, _share
 from tests.harness.test_static_analysis import cuda_candidate
 
-CPU, CUDA = torch.autograd.DeviceType.CPU, torch.autograd.DeviceType.CUDA
-
 
 @dataclass
 class Ev:
-    """The fields of a torch.profiler FunctionEvent the attribution reads."""
+    """The fields of a torch.profiler FunctionEvent the CPU attribution reads."""
 
     name: str
-    device_type: Any = CPU
-    id: int = 0
-    device_time_total: float = 0.0  # us
     cpu_time_total: float = 0.0
     self_cpu_time_total: float = 0.0
     cpu_parent: Ev | None = None
-    device_resource_id: int = 7
 
 
-@dataclass
-class Prof:
-    evs: list[Ev] = field(default_factory=list)
-
-    def events(self) -> list[Ev]:
-        return self.evs
+def _host(name: str, correlation: int, start: int = 0, end: int = 0, thread: int = 1) -> ProfiledEvent:
+    return ProfiledEvent(name, False, correlation, thread=thread, start_ns=start, end_ns=end)
 
 
-def _graph_round(own_in_graph: bool = True, aten_in_graph: bool = False) -> Prof:
+def _device(name: str, correlation: int, us: float, stream: int = 7) -> ProfiledEvent:
+    return ProfiledEvent(name, True, correlation, device_us=us, stream=stream)
+
+
+def _graph_round(own_in_graph: bool = True, aten_in_graph: bool = False) -> list[ProfiledEvent]:
     """One forward of an honest graph candidate as the profiler records it: copy_ of the fresh
     input into the static buffer (an ATen copy kernel), then cudaGraphLaunch (correlation 41), whose
     replay runs the captured kernels, all carrying correlation 41."""
-    forward = Ev("ModelNew.forward", id=3)
     evs = [
-        forward,
-        Ev("aten::copy_", id=4, cpu_parent=forward),
-        Ev("cudaMemcpyAsync", id=40, cpu_parent=forward),
-        Ev("Memcpy DtoD (Device -> Device)", CUDA, id=40, device_time_total=2.0),
-        Ev("cudaGraphLaunch", id=41, cpu_parent=forward),
+        _host("ModelNew.forward", 3, 0, 100),
+        _host("aten::copy_", 4, 1, 10),
+        _host("cudaMemcpyAsync", 40, 2, 9),
+        _device("Memcpy DtoD (Device -> Device)", 40, 2.0),
+        _host("cudaGraphLaunch", 41, 20, 30),
     ]
     if own_in_graph:
-        evs.append(Ev(OWN, CUDA, id=41, device_time_total=10.0))
+        evs.append(_device(OWN, 41, 10.0))
     if aten_in_graph:
-        evs.append(
-            Ev(
-                "void at::native::vectorized_elementwise_kernel<4, at::native::relu>",
-                CUDA,
-                id=41,
-                device_time_total=9.0,
-            )
-        )
-    return Prof(evs)
+        evs.append(_device("void at::native::vectorized_elementwise_kernel<4, at::native::relu>", 41, 9.0))
+    return evs
 
 
 def test_graph_launches_are_found_by_their_runtime_call() -> None:
-    assert graph_launch_ids(_graph_round().events()) == {41}
-    driver = [Ev("cuGraphLaunch", id=9), Ev("cudaLaunchKernel", id=10), Ev(OWN, CUDA, id=9)]
-    assert graph_launch_ids(driver) == {9}
+    assert rounds.graph_launch_ids(_graph_round()) == {41}
+    driver = [_host("cuGraphLaunch", 9), _host("cudaLaunchKernel", 10), _device(OWN, 9, 1.0)]
+    assert rounds.graph_launch_ids(driver) == {9}
 
 
 def test_own_kernels_replayed_from_a_graph_are_own_and_marked() -> None:
-    figures = _attribute(_graph_round(), "cuda", KernelMatcher([OWN]), frozenset())
+    figures = rounds.attribute_cuda(_graph_round(), KernelMatcher([OWN]), frozenset())
     assert figures.own_kernels == [OWN] and figures.graph_kernels == [OWN]
     assert figures.own_ms == pytest.approx(0.010)
     # launched directly (cudaLaunchKernel): own, not from a graph
-    direct = Prof([Ev("cudaLaunchKernel", id=50), Ev(OWN, CUDA, id=50, device_time_total=10.0)])
-    figures = _attribute(direct, "cuda", KernelMatcher([OWN]), frozenset())
+    direct = [_host("cudaLaunchKernel", 50), _device(OWN, 50, 10.0)]
+    figures = rounds.attribute_cuda(direct, KernelMatcher([OWN]), frozenset())
     assert figures.own_kernels == [OWN] and figures.graph_kernels == []
 
 
@@ -99,22 +88,48 @@ def test_the_copy_of_the_fresh_input_into_the_graph_is_no_library_work() -> None
     clone out counted as library ops, 197% of relu's forward at the small size: `rejected`. A
     device-to-device copy does no arithmetic, as ATen's copy kernel does none; a copy from the
     host stays library work (a result computed on the host arrives by one)."""
-    figures = _attribute(_graph_round(), "cuda", KernelMatcher([OWN]), frozenset())
+    figures = rounds.attribute_cuda(_graph_round(), KernelMatcher([OWN]), frozenset())
     assert set(figures.library) == {NOT_WORK} and figures.library[NOT_WORK] == pytest.approx(0.002)
-    host = Prof(
-        [Ev("cudaMemcpyAsync", id=60), Ev("Memcpy HtoD (Pageable -> Device)", CUDA, id=60, device_time_total=5.0)]
-    )
-    assert set(_attribute(host, "cuda", KernelMatcher([OWN]), frozenset()).library) == {
+    host = [_host("cudaMemcpyAsync", 60), _device("Memcpy HtoD (Pageable -> Device)", 60, 5.0)]
+    assert set(rounds.attribute_cuda(host, KernelMatcher([OWN]), frozenset()).library) == {
         "Memcpy HtoD (Pageable -> Device)"
     }
 
 
 def test_a_graph_of_pytorch_kernels_is_library_work() -> None:
-    figures = _attribute(
-        _graph_round(own_in_graph=False, aten_in_graph=True), "cuda", KernelMatcher([OWN]), frozenset()
+    figures = rounds.attribute_cuda(
+        _graph_round(own_in_graph=False, aten_in_graph=True), KernelMatcher([OWN]), frozenset()
     )
     assert figures.own_kernels == [] and figures.graph_kernels == []
     assert any("relu" in name for name in figures.library)
+
+
+def test_the_streams_of_a_gpu_round_are_those_of_its_device_work() -> None:
+    evs = [*_graph_round(), _device(OWN, 70, 3.0, stream=13), _device(f"{REGION_PREFIX}ext.f", 71, 9.0, stream=21)]
+    figures = rounds.attribute_cuda(evs, KernelMatcher([OWN]), frozenset())
+    assert figures.streams == {7, 13}  # a mirrored region of our own is no device work
+
+
+def test_a_kernel_the_reference_launches_too_is_library_work() -> None:
+    figures = rounds.attribute_cuda(_graph_round(), KernelMatcher([OWN]), frozenset({OWN}))
+    assert figures.own_kernels == [] and figures.disowned == {OWN} and figures.library[OWN] == pytest.approx(0.010)
+
+
+def test_own_operator_calls_on_the_gpu_are_counted_outermost_only() -> None:
+    ops = frozenset({"kw_lib::relu"})
+    evs = [
+        _host("kw_lib::relu", 1, 0, 100),
+        _host("kw_lib::relu", 2, 10, 50),  # called from inside the first: not a new entry
+        _host(f"{REGION_PREFIX}ext.relu", 3, 200, 300),
+        _host("kw_lib::relu", 4, 210, 250),  # inside an extension region
+        _host("kw_lib::relu", 5, 400, 450),
+        _host("kw_lib::relu", 6, 410, 440, thread=2),  # another thread: nothing encloses it there
+        _host("kw_lib::relu", 7, 600, 700),
+        _host("kw_lib::relu", 8, 600, 700),  # the same span: the first one recorded is the outer
+    ]
+    assert rounds.outermost_own_op_calls(evs, ops) == 4
+    assert rounds.outermost_own_op_calls(evs, frozenset()) == 0
+    assert rounds.attribute_cuda(evs, KernelMatcher([OWN]), frozenset(), ops).own_op_calls == 4
 
 
 def _judged(**extra: Any) -> EvalResult:
@@ -148,13 +163,11 @@ def test_an_own_operator_is_a_region_of_the_candidates_code_on_the_cpu() -> None
     forward = Ev("ModelNew.forward")
     op = Ev("kw_lib::relu", cpu_time_total=50.0, cpu_parent=forward)
     empty = Ev("aten::empty_like", self_cpu_time_total=2.0, cpu_parent=op)
-    figures = _attribute(
-        Prof([forward, op, empty]), "cpu", KernelMatcher(), frozenset(), own_ops=frozenset({"kw_lib::relu"})
-    )
+    figures = rounds.attribute_cpu([forward, op, empty], own_ops=frozenset({"kw_lib::relu"}))
     assert figures.own_kernels == ["kw_lib::relu"] and figures.own_op_calls == 1
     assert figures.own_ms == pytest.approx(0.050)
     # not registered by the candidate (or not validated): not its code
-    figures = _attribute(Prof([forward, op, empty]), "cpu", KernelMatcher(), frozenset())
+    figures = rounds.attribute_cpu([forward, op, empty])
     assert figures.own_kernels == [] and figures.own_op_calls == 0 and figures.own_ms == 0.0
 
 
@@ -162,18 +175,14 @@ def test_an_own_operator_that_wraps_pytorch_leaves_the_work_to_pytorch() -> None
     forward = Ev("ModelNew.forward")
     op = Ev("kw_lib::relu", cpu_time_total=50.0, cpu_parent=forward)
     relu = Ev("aten::relu", self_cpu_time_total=48.0, cpu_parent=op)
-    figures = _attribute(
-        Prof([forward, op, relu]), "cpu", KernelMatcher(), frozenset(), own_ops=frozenset({"kw_lib::relu"})
-    )
+    figures = rounds.attribute_cpu([forward, op, relu], own_ops=frozenset({"kw_lib::relu"}))
     assert figures.own_ms == pytest.approx(0.002) and figures.library["aten::relu"] == pytest.approx(0.048)
 
 
 def test_an_extension_region_inside_an_own_operator_is_counted_once() -> None:
     op = Ev("kw_custom::relu", cpu_time_total=50.0)
     region = Ev(f"{REGION_PREFIX}kw_ext.relu_forward", cpu_time_total=45.0, cpu_parent=op)
-    figures = _attribute(
-        Prof([op, region]), "cpu", KernelMatcher(), frozenset(), own_ops=frozenset({"kw_custom::relu"})
-    )
+    figures = rounds.attribute_cpu([op, region], own_ops=frozenset({"kw_custom::relu"}))
     assert figures.own_ms == pytest.approx(0.050) and figures.own_kernels == ["kw_custom::relu"]
 
 

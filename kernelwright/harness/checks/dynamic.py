@@ -17,16 +17,14 @@ from typing import Any
 
 import torch
 
-from kernelwright.harness.checks.recorder import REGION_PREFIX
+from kernelwright.harness.checks import rounds
+from kernelwright.harness.checks.rounds import NOT_WORK
 from kernelwright.harness.checks.symbols import KernelMatcher
-from kernelwright.harness.checks.torch_ops import NOT_WORK_KERNEL_MARKERS, NOT_WORK_TRANSFERS, PROFILED_NOT_WORK
 from kernelwright.harness.timing.timers import MISSING, WATCHED_TIMERS, resolve_attribute
 from kernelwright.harness.verdicts import Reason
-from kernelwright.problems.candidate.kernel_names import in_torch_namespace
 
 WORK_SHARE_TARGET_MS = 2.0  # profiled work per round: enough that per-op noise averages out
 WORK_SHARE_MAX_CALLS = 100
-NOT_WORK = "(fills, copies and views)"  # the library entry of the ops that do no arithmetic
 _perf_counter = time.perf_counter  # captured before any candidate is imported
 
 
@@ -156,117 +154,6 @@ class WorkShare:
         return self.own_ms / total if total > 0 else 0.0
 
 
-GRAPH_LAUNCHES = ("cudaGraphLaunch", "cuGraphLaunch")
-"""The runtime calls that replay a CUDA graph. CUPTI gives every kernel of one replay the
-correlation id of its launch call, and torch.profiler keeps that id as the event's `id` on both."""
-
-
-def _is_region(event: Any, own_ops: frozenset[str]) -> bool:
-    """A region of the candidate's own code: an extension function's call (`REGION_PREFIX`), or an
-    operator it registered itself (`own_ops`, as the dispatcher records it: `ns::name`)."""
-    name = event.name
-    return name.startswith(REGION_PREFIX) or name in own_ops
-
-
-def _has_region_ancestor(event: Any, own_ops: frozenset[str] = frozenset()) -> bool:
-    parent = event.cpu_parent
-    while parent is not None:
-        if _is_region(parent, own_ops):
-            return True
-        parent = parent.cpu_parent
-    return False
-
-
-def device_streams(prof: Any) -> set[int]:
-    """The device streams (CUPTI's ids) that the profiled calls' kernels and copies ran on."""
-    return {
-        int(ev.device_resource_id)
-        for ev in prof.events()
-        if getattr(ev, "device_type", None) == torch.autograd.DeviceType.CUDA and not ev.name.startswith(REGION_PREFIX)
-    }
-
-
-def graph_launch_ids(events: Any) -> set[int]:
-    """The correlation ids of the CUDA graph replays among the profiled runtime calls."""
-    return {
-        int(ev.id)
-        for ev in events
-        if getattr(ev, "device_type", None) == torch.autograd.DeviceType.CPU and ev.name.startswith(GRAPH_LAUNCHES)
-    }
-
-
-@dataclass
-class RoundFigures:
-    """What one profiled round attributes: own and library time, the kernels seen, and how the
-    candidate's own code was entered (extension regions are counted by the recorder elsewhere)."""
-
-    own_ms: float = 0.0
-    library: dict[str, float] = field(default_factory=dict)
-    own_kernels: list[str] = field(default_factory=list)
-    seen: set[str] = field(default_factory=set)
-    disowned: set[str] = field(default_factory=set)
-    ops_inside: int = 0
-    graph_kernels: list[str] = field(default_factory=list)
-    """Own kernels that ran as part of a CUDA graph replay (their launch was a graph launch)."""
-    own_op_calls: int = 0
-    """Calls of operators the candidate registered itself (outermost ones)."""
-
-
-def _attribute(
-    prof: Any, device: str, own: KernelMatcher, not_own: frozenset[str], own_ops: frozenset[str] = frozenset()
-) -> RoundFigures:
-    """One profiled round's figures. On CUDA a kernel is the candidate's when `own` matches it
-    exactly and the reference does not launch a kernel of the same name (`not_own`), however it
-    was launched (directly, from an operator the candidate registered, or replayed from a CUDA
-    graph: those are recorded in `graph_kernels`). On the CPU the candidate's own time is that of
-    its regions (extension calls and its own operators, `own_ops`), less the ATen ops called inside."""
-    out = RoundFigures()
-    events = list(prof.events())
-    out.own_op_calls = sum(1 for ev in events if ev.name in own_ops and not _has_region_ancestor(ev, own_ops))
-    if device == "cuda":
-        graphs = graph_launch_ids(events)
-        for ev in events:
-            if getattr(ev, "device_type", None) != torch.autograd.DeviceType.CUDA or ev.name.startswith(REGION_PREFIX):
-                continue  # only kernels: our own record_function regions are mirrored on the GPU timeline
-            ms = ev.device_time_total / 1e3
-            out.seen.add(ev.name)
-            if ev.name in NOT_WORK_TRANSFERS or (
-                in_torch_namespace(ev.name) and any(m in ev.name for m in NOT_WORK_KERNEL_MARKERS)
-            ):
-                out.library[NOT_WORK] = out.library.get(NOT_WORK, 0.0) + ms  # a fill or a copy: no arithmetic
-                continue
-            if own.owns(ev.name) and ev.name not in not_own:
-                out.own_ms += ms
-                out.own_kernels.append(ev.name)
-                if int(getattr(ev, "id", -1)) in graphs:
-                    out.graph_kernels.append(ev.name)
-            else:
-                if own.owns(ev.name):
-                    out.disowned.add(ev.name)
-                out.library[ev.name] = out.library.get(ev.name, 0.0) + ms
-        return out
-    for ev in events:
-        if _is_region(ev, own_ops) and not _has_region_ancestor(ev, own_ops):
-            out.own_ms += ev.cpu_time_total / 1e3
-            name = ev.name
-            out.own_kernels.append(name[len(REGION_PREFIX) :] if name.startswith(REGION_PREFIX) else name)
-    for ev in events:
-        if not ev.name.startswith("aten::"):
-            continue
-        ms = ev.self_cpu_time_total / 1e3
-        in_region = _has_region_ancestor(ev, own_ops)
-        out.ops_inside += in_region
-        if ev.name in PROFILED_NOT_WORK:
-            if not in_region:
-                out.library[NOT_WORK] = out.library.get(NOT_WORK, 0.0) + ms
-            continue
-        out.library[ev.name] = out.library.get(ev.name, 0.0) + ms
-        if in_region:
-            out.own_ms -= ms  # a library op called from inside the candidate's code is not its work
-    out.own_ms = max(out.own_ms, 0.0)
-    return out
-
-
 def measure_work_share(
     call: Callable[[], Any],
     *,
@@ -314,7 +201,10 @@ def measure_work_share(
     for _ in range(repeats):
         with profile(activities=activities) as prof, while_profiled():
             run(calls)
-        figures = _attribute(prof, device, own, not_own, own_ops)
+        if device == "cuda":
+            figures = rounds.attribute_cuda(rounds.read_events(prof), own, not_own, own_ops)
+        else:
+            figures = rounds.attribute_cpu(list(prof.events()), own_ops)
         ops_inside = max(ops_inside, figures.ops_inside / calls)
         own_ms, library = figures.own_ms / calls, {name: ms / calls for name, ms in figures.library.items()}
         kernels.update(figures.own_kernels)
@@ -322,7 +212,7 @@ def measure_work_share(
         own_op_calls += figures.own_op_calls
         seen |= figures.seen
         disowned |= figures.disowned
-        streams |= device_streams(prof) if device == "cuda" else set()
+        streams |= figures.streams
         if best is None or own_ms + sum(library.values()) < best[0] + sum(best[1].values()):
             best = (own_ms, library, figures.own_kernels)
     assert best is not None
