@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kernelwright.harness import judge
@@ -82,10 +83,12 @@ def run_candidate(
     if report is None:
         return result
     ctx.await_reference()
-    ended = trials.run_trials(ctx, worker, path, result, workdir, analysis)
-    if ended is not None:
-        return ended
-    request = work_share.ownership(ctx, result, report.builds, analysis)
+    with ThreadPoolExecutor(max_workers=1) as reader:  # the libraries' kernels, read while the trials run
+        found = reader.submit(work_share.read_own_kernels, ctx, report.builds)
+        ended = trials.run_trials(ctx, worker, path, result, workdir, analysis)
+        if ended is not None:
+            return ended
+        request = work_share.ownership(ctx, result, found.result(), analysis)
     shares = work_share.run_work_share(ctx, worker, result, request, analysis)
     if result.verdict != Verdict.CORRECT or not ctx.opts.timing:
         return result

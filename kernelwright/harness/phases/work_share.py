@@ -11,7 +11,7 @@ from pathlib import Path
 
 from kernelwright.harness import judge
 from kernelwright.harness.checks.static.analysis import CandidateAnalysis
-from kernelwright.harness.checks.symbols import own_kernels
+from kernelwright.harness.checks.symbols import OwnKernels, own_kernels
 from kernelwright.harness.judge import Decision
 from kernelwright.harness.judge import work_share as share_rules
 from kernelwright.harness.options import TrialPlan
@@ -25,14 +25,20 @@ from kernelwright.harness.workers.messages import BuildRecord, OneThreadReport, 
 from kernelwright.harness.workers.process import WorkerProcess
 
 
-def ownership(
-    ctx: Context, result: EvalResult, builds: list[BuildRecord], analysis: CandidateAnalysis
-) -> WorkShareRequest:
-    """Which kernels are the candidate's: its CUDA kernels read from the libraries it built (read
-    here, not in the worker the candidate runs in), its Triton kernels by name. When a library
-    cannot be read, the source's kernel names stand in, and the result says so."""
+def read_own_kernels(ctx: Context, builds: list[BuildRecord]) -> OwnKernels | None:
+    """The CUDA kernels defined in the libraries the candidate built (read here, not in the worker
+    the candidate runs in: `nm` and `c++filt`, a few tens of ms, run while the trials do); None
+    on the CPU."""
     libraries = [Path(b.library) for b in builds if b.library]
-    found = own_kernels(libraries, ctx.opts.build_cache) if ctx.opts.device == "cuda" else None
+    return own_kernels(libraries, ctx.opts.build_cache) if ctx.opts.device == "cuda" else None
+
+
+def ownership(
+    ctx: Context, result: EvalResult, found: OwnKernels | None, analysis: CandidateAnalysis
+) -> WorkShareRequest:
+    """Which kernels are the candidate's: its CUDA kernels as `read_own_kernels` found them, its
+    Triton kernels by name. When a library could not be read, the source's kernel names stand in,
+    and the result says so."""
     request = WorkShareRequest(plans=[], own_names=list(analysis.triton_kernels), own_ops=list(analysis.own_ops))
     if found is not None and found.read:
         request.own_exact = list(found.names)
