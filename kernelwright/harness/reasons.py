@@ -262,7 +262,8 @@ _ENTRIES = (
         Verdict.REJECTED,
         ("static", "correctness"),
         "The output finishes its work outside the call: the candidate returns a tensor subclass or intercepts ops "
-        "with __torch_function__/dispatch modes, or its output kept changing after forward returned. Deferred "
+        "with __torch_function__/dispatch modes, or its output was not final when forward returned (it changed "
+        "while the harness copied it, or, after failing its comparison, kept changing after the copy). Deferred "
         "work is not in the timed region, so the time is not the cost of the result.",
     ),
     ReasonInfo(

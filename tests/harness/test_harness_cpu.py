@@ -53,6 +53,7 @@ def test_relu_case_gets_its_verdict(relu_results: dict[str, EvalResult], case: C
         assert re.search(r"main\.cpp:\d+: error: expected primary-expression", result.message), result.message
 
 
+@pytest.mark.xdist_group("relu_timed")  # builds CORRECT first: the next test finds it cached
 def test_timing_phase_hacks_get_their_verdicts(tmp_path: Path, shared_home: Path) -> None:
     """With timing on: a candidate that cheats only inside the timed loop, and one that patches
     the harness's timing code, are rejected with the reasons that name what they did."""
@@ -94,6 +95,7 @@ def test_constant_output_is_caught_when_the_reference_is_near_zero(tmp_path: Pat
     assert (result.verdict.value, result.reason) == ("incorrect", "constant_output"), result.message
 
 
+@pytest.mark.xdist_group("relu_timed")  # after the timing hacks, which built the same source
 def test_correct_candidate_is_timed_against_eager_and_cached(tmp_path: Path, shared_home: Path) -> None:
     path = _write(tmp_path, CORRECT)
     [result] = evaluate(resolve_problem("relu"), [path], _opts(shared_home, timing=True))
