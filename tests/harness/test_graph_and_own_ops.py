@@ -272,7 +272,11 @@ def test_a_torch_library_candidate_is_judged_correct_on_the_cpu(tmp_path: Path, 
     paths = [write_case(tmp_path, "torch_library_relu", source), write_case(tmp_path, "torch_library_wrap", wrapper)]
     honest, wrap = evaluate(resolve_problem("relu"), paths, harness_options(shared_home, "cpu", timing=True))
     assert honest.verdict == Verdict.CORRECT, honest.message
-    assert any(f.code == "own_operator" for f in honest.flags) and "eager" in honest.speedups
+    assert any(f.code == "own_operator" for f in honest.flags)
+    # Timed: a speedup, unless the harness withheld it because this shared machine was busy
+    # (seen once in CI on the 2-core machine; withholding is the right answer to contention).
+    withheld = {f.code for f in honest.flags} & {"baselines_disagree", "device_contended"}
+    assert "candidate" in honest.timings and ("eager" in honest.speedups or withheld), honest.message
     assert wrap.verdict == Verdict.REJECTED and wrap.reason in (Reason.KERNEL_NOT_LAUNCHED, Reason.TORCH_FALLBACK)
 
 
