@@ -24,7 +24,8 @@ harness-demo: setup  ## the harness alone: the bundled oracle solutions of `relu
 	$(BIN)/kernelwright eval relu --bundled --device cpu --size small --baselines eager
 
 test: dev  ## CPU test suite (GPU tests skip without a GPU; `pytest -m gpu` on a GPU host)
-	$(BIN)/python -m pytest -q -n auto --dist loadgroup --durations=15
+	$(BIN)/python -m pytest -q -n auto --dist loadgroup --durations=15 -m "not alone"
+	$(BIN)/python -m pytest -q -m alone
 
 lint: dev
 	$(BIN)/ruff check kernelwright tests

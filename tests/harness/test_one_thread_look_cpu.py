@@ -14,7 +14,11 @@ from kernelwright.harness.session import evaluate
 from kernelwright.problems import load_problem_file
 from tests.candidates import harness_options, write_case
 
-pytestmark = pytest.mark.slow
+# Alone (`make test` runs it after the parallel suite): it stands a loaded machine in for with a
+# kernel that spins while profiled; a real neighbour on CI's 2 cores (the other xdist worker) once
+# slowed every profiled call at one thread 4x (0.501 ms against 0.115 ms timed) and the honest case
+# was rejected: noise the test does not model, which docs/harness.md records.
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 SOURCE = r'''
 import torch
