@@ -37,7 +37,7 @@ MAX_ITEMS = 10_000
 ALIGN = 64
 MAGIC = b"KWOUT1\n"
 _LENGTH = struct.Struct("<Q")
-_MAX_DEPTH = 4
+MAX_DEPTH = 4
 _SCALARS = (int, float, bool, type(None))
 DTYPES: dict[str, torch.dtype] = {
     str(d).removeprefix("torch."): d
@@ -90,7 +90,7 @@ def _describe(value: Any, blobs: list[torch.Tensor], offset: list[int], depth: i
         offset[0] = start + nbytes
         blobs.append(tensor)
         return {"t": "tensor", "dtype": name, "shape": list(tensor.shape), "offset": start, "nbytes": nbytes}
-    if isinstance(value, list | tuple) and depth < _MAX_DEPTH:
+    if isinstance(value, list | tuple) and depth < MAX_DEPTH:
         items = [_describe(v, blobs, offset, depth + 1) for v in value]
         return {"t": "list" if isinstance(value, list) else "tuple", "items": items}
     if isinstance(value, _SCALARS):
@@ -130,7 +130,7 @@ def _describe_shared(value: Any, kept: list[torch.Tensor], depth: int = 0) -> di
             node["handle"], node["offset"] = cuda_ipc.export(tensor)
             kept.append(tensor)
         return node
-    if isinstance(value, list | tuple) and depth < _MAX_DEPTH:
+    if isinstance(value, list | tuple) and depth < MAX_DEPTH:
         items = [_describe_shared(v, kept, depth + 1) for v in value]
         return {"t": "list" if isinstance(value, list) else "tuple", "items": items}
     return _describe(value, [], [0], depth)
@@ -159,7 +159,7 @@ class _Reader:
 
     def value(self, node: Any, depth: int = 0) -> Any:
         self.items += 1
-        if self.items > MAX_ITEMS or depth > _MAX_DEPTH or not isinstance(node, dict):
+        if self.items > MAX_ITEMS or depth > MAX_DEPTH or not isinstance(node, dict):
             raise UnsafeOutput("the output's description is not a bounded tree of values")
         kind = node.get("t")
         if kind == "tensor":

@@ -26,9 +26,10 @@ from typing import Any
 
 import torch
 
+from kernelwright.harness.outputs import MAX_DEPTH  # the nesting the hand-over carries
+
 SAMPLE = 4096  # positions read per output tensor in the first look
 WAIT_S = 0.05  # how long after the copy an output is looked at again, when it failed
-_MAX_DEPTH = 8
 _perf_counter = time.perf_counter  # captured before any candidate is imported
 _sleep = time.sleep
 
@@ -37,7 +38,7 @@ def output_tensors(value: Any, depth: int = 0) -> list[torch.Tensor]:
     """The tensors of an output (a tensor, or lists and tuples of them and of scalars)."""
     if isinstance(value, torch.Tensor):
         return [value]
-    if isinstance(value, list | tuple) and depth < _MAX_DEPTH:
+    if isinstance(value, list | tuple) and depth < MAX_DEPTH:
         return [t for v in value for t in output_tensors(v, depth + 1)]
     return []
 
@@ -51,7 +52,7 @@ def copy_output(value: Any, depth: int = 0) -> Any:
     """The output with every tensor copied (plain tensors; lists, tuples and scalars kept)."""
     if isinstance(value, torch.Tensor):
         return _plain(value).clone()
-    if isinstance(value, list | tuple) and depth < _MAX_DEPTH:
+    if isinstance(value, list | tuple) and depth < MAX_DEPTH:
         items = [copy_output(v, depth + 1) for v in value]
         return items if isinstance(value, list) else tuple(items)
     return value

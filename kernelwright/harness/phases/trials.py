@@ -64,6 +64,11 @@ def run_trials(
     handed_over = 0
     lazy = False  # a failed output was found still changing: no need to ask again
     start = time.monotonic()
+
+    def phase_ended() -> None:
+        result.phase_seconds["correctness"] = time.monotonic() - start
+        result.stderr_tail = worker.stderr_tail(3000)
+
     for k, plan in enumerate(plans):
         repeat = k == 0  # the first trial runs twice: a race shows as two different outputs
         # Triton compiles (and autotunes) at the first call: that call keeps the build's limit.
@@ -74,8 +79,7 @@ def run_trials(
         if early is None and reply.report is None:  # a result that could not be read: as a dead worker
             early = judge.unreadable_report("trial")
         if early is not None:
-            result.phase_seconds["correctness"] = time.monotonic() - start
-            result.stderr_tail = worker.stderr_tail(3000)
+            phase_ended()
             if reply.outcome.timed_out:
                 detail = f"trial {plan.index}: no answer within {limit:.0f} s (the per-call limit: {call_limit:.0f} s)"
                 early = dataclasses.replace(early, message=detail)
@@ -93,15 +97,13 @@ def run_trials(
             settle = client.settle(call_limit)
             early = judge.run_failure(settle.outcome, Reason.CORRECTNESS_TIMEOUT)
             if early is not None or settle.report is None:
-                result.phase_seconds["correctness"] = time.monotonic() - start
-                result.stderr_tail = worker.stderr_tail(3000)
+                phase_ended()
                 return apply(result, early or judge.unreadable_report("settle"))
             if settle.report.rejections is not None:
                 rejections = settle.report.rejections
             lazy = not settle.report.settled
         result.trials.append(judge.trial_result(plan, report, refs[plan.index], comparison, ctx.opts.device))
-    result.phase_seconds["correctness"] = time.monotonic() - start
-    result.stderr_tail = worker.stderr_tail(3000)
+    phase_ended()
     if constants:
         result.outputs_handed_over = "cuda-ipc" if handed_over else "files"
     apply(result, judge.judge_trials(result.trials, constants, rejections))
