@@ -1,6 +1,8 @@
 """A run killed with SIGKILL in the middle of an evaluation resumes from its SQLite checkpoint
 with --resume semantics: finished candidates are not evaluated again, with one idea a round or
-with several ideas and samples judged as one batch."""
+with several ideas and samples judged as one batch; a checkpoint written slowly (a slow disk, a
+loaded machine) is still written before the next step starts; a run killed in its first step
+resumes as a whole run, not as one that ended."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from kernelwright.agent import runner
 from kernelwright.agent.events import CandidateEvaluated
@@ -22,6 +26,15 @@ SCRIPT = {
     "coder": [code("correct none 0.9"), code("correct none 1.6")],
     "reviewer": [review(), review()],
 }
+SLOW_DISK = """
+import time
+from langgraph.checkpoint.sqlite import SqliteSaver
+_put = SqliteSaver.put
+def put(self, *args, **kwargs):
+    time.sleep(0.2)  # each checkpoint write takes 0.2 s
+    return _put(self, *args, **kwargs)
+SqliteSaver.put = put
+"""
 CHILD = """
 import sys, time
 from pathlib import Path
@@ -42,20 +55,30 @@ runner.run(config(run_id=sys.argv[1], max_rounds=3), runner.RunParts(models(sess
 """
 
 
-def test_kill_9_mid_evaluation_then_resume(tmp_path: Path) -> None:
-    cfg = config(max_rounds=3)
-    marker = tmp_path / "marker"
+def _kill_when_marked(code: str, run_id: str, marker: Path, what: str) -> None:
+    """Run `code` in a child with (run_id, marker) as its arguments; SIGKILL it once it writes
+    the marker (`what` it is doing then)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    child = subprocess.Popen([sys.executable, "-c", CHILD, cfg.run_id, str(marker)], env=env, cwd=tmp_path)
+    child = subprocess.Popen([sys.executable, "-c", code, run_id, str(marker)], env=env, cwd=marker.parent)
     try:
         deadline = time.monotonic() + 120
         while not marker.exists():
-            assert child.poll() is None, "the child run ended before its second evaluation"
-            assert time.monotonic() < deadline, "the child never reached its second evaluation"
+            assert child.poll() is None, f"the child run ended before {what}"
+            assert time.monotonic() < deadline, f"the child never reached {what}"
             time.sleep(0.1)
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=30)
+
+
+@pytest.mark.parametrize("disk", ["plain", "slow"])
+def test_kill_9_mid_evaluation_then_resume(tmp_path: Path, disk: str) -> None:
+    """Killed while judging its second candidate; with a slow disk too: LangGraph's default
+    writes a step's checkpoint beside the next step, and a kill then lost every step of the
+    run but its input (CI, once: the resumed run judged nothing and said it had ended)."""
+    cfg = config(max_rounds=3)
+    marker = tmp_path / "marker"
+    _kill_when_marked((SLOW_DISK if disk == "slow" else "") + CHILD, cfg.run_id, marker, "its second evaluation")
     assert len(list((cfg.run_dir / "results").glob("*.json"))) == 1
     evaluator = FakeEvaluator()
     session = ScriptedSession(SCRIPT)  # type: ignore[arg-type]
@@ -65,6 +88,8 @@ def test_kill_9_mid_evaluation_then_resume(tmp_path: Path) -> None:
     assert len(evaluator.calls) == 1 and "1.6" in evaluator.calls[0]  # candidate 1 was not evaluated again
     assert outcome.accepted and [c["index"] for c in outcome.candidates] == [1, 2]
     assert session.position == {"planner": 2, "coder": 2, "reviewer": 2}
+    judged = {e.index: e.cached for e in outcome.events if isinstance(e, CandidateEvaluated)}
+    assert judged == {2: False}  # resumed at round 2's evaluation: round 1 was not replayed from the cache
 
 
 def _ideas(*plans: str) -> dict[str, object]:
@@ -115,18 +140,7 @@ def test_kill_9_mid_round_of_a_search_then_resume_judges_only_what_was_not_decid
     """--ideas 2 --width 2: killed in round 2 with 2 of its 4 candidates decided; the resumed run
     judges the other 2 only (and none of round 1's 4), and ends as an unkilled run would."""
     cfg = config(ideas=2, width=2, max_rounds=2)
-    marker = tmp_path / "marker"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    child = subprocess.Popen([sys.executable, "-c", SEARCH_CHILD, cfg.run_id, str(marker)], env=env, cwd=tmp_path)
-    try:
-        deadline = time.monotonic() + 120
-        while not marker.exists():
-            assert child.poll() is None, "the child run ended before its second round's third candidate"
-            assert time.monotonic() < deadline, "the child never reached its second round's third candidate"
-            time.sleep(0.1)
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=30)
+    _kill_when_marked(SEARCH_CHILD, cfg.run_id, tmp_path / "marker", "its second round's third candidate")
     assert len(list((cfg.run_dir / "results").glob("*.json"))) == 6  # round 1's four, round 2's first two
     evaluator = FakeEvaluator()  # one that returns its batch whole: the node keeps it when it returns
     session = ScriptedSession(SEARCH_SCRIPT)  # type: ignore[arg-type]
@@ -139,3 +153,42 @@ def test_kill_9_mid_round_of_a_search_then_resume_judges_only_what_was_not_decid
     judged = {e.index: e.cached for e in outcome.events if isinstance(e, CandidateEvaluated)}
     assert judged == {5: True, 6: True, 7: False, 8: False}  # the resumed session: round 2's step again
     assert session.position == {"planner": 2, "coder": 8, "reviewer": 2}
+
+
+FIRST_STEP_CHILD = """
+import sys, time
+from pathlib import Path
+from langgraph.checkpoint.sqlite import SqliteSaver
+from kernelwright.agent import runner
+from kernelwright.agent.scripted import ScriptedSession
+from tests.agent.helpers import FakeEvaluator, config, models
+from tests.agent.test_kill_resume import SCRIPT
+
+_put = SqliteSaver.put
+def put(self, config, checkpoint, metadata, new_versions):
+    if metadata.get("step") == 0:  # the input is written; the first step's checkpoint hangs
+        Path(sys.argv[2]).write_text("checkpointing")
+        time.sleep(120)
+    return _put(self, config, checkpoint, metadata, new_versions)
+SqliteSaver.put = put
+
+session = ScriptedSession(SCRIPT)
+runner.run(config(run_id=sys.argv[1], max_rounds=3), runner.RunParts(models(session), FakeEvaluator(), scripted=session))
+"""
+
+
+def test_kill_9_in_the_first_step_resumes_the_whole_run(tmp_path: Path) -> None:
+    """Killed before its first step's checkpoint is written: the database holds the run's input
+    alone (no next node, a pending start task). The resumed run is the whole run, not one that
+    ended with nothing done (which it was: the runner read "no next node" as the end)."""
+    cfg = config(max_rounds=3)
+    _kill_when_marked(FIRST_STEP_CHILD, cfg.run_id, tmp_path / "marker", "its first checkpoint after the input")
+    assert (cfg.run_dir / "checkpoints.sqlite").exists()
+    evaluator = FakeEvaluator()
+    session = ScriptedSession(SCRIPT)  # type: ignore[arg-type]
+    outcome = runner.run(
+        cfg, runner.RunParts(models(session), evaluator, scripted=session), runner.RunSteering(resume=True)
+    )  # type: ignore[arg-type]
+    assert outcome.finished and outcome.accepted
+    assert [c["index"] for c in outcome.candidates] == [1, 2] and len(evaluator.calls) == 2
+    assert session.position == {"planner": 2, "coder": 2, "reviewer": 2}
