@@ -18,13 +18,17 @@ precompiled header to the C++ command exactly as the harness's builder does
 (`kernelwright/harness/building/headers.py`); the header is prepared once per host, timed apart
 (`prepare_headers_s`). Both modes' main.o are compared byte for byte (`identical_objects`).
 For `--lang cuda`, `after` also compiles the .cu against the light `torch/extension.h`
-(`light_header.py`, where its checks allow) through `nvcc_split.py` (nvcc's host and device front
-ends at once): phases `split.<step>`, `split.host_chain` (host preprocessing + cudafe++),
-`split.device_chain` (device preprocessing + cicc + ptxas + fatbinary), `split.host_compile`,
-`split.used` (1: split, 0: it ran nvcc itself). Checks (`identity_checks`, first repeat, two
-extra compiles of the `before` .cu from its own path, since nvcc names internal symbols after the
-source's path): the split over torch's header against plain nvcc (every section and relocation,
-`objdump -s -r`), and the split with the light header (device code, `.nv_fatbin`);
+(`light_header.py`, where its checks allow), in torch's per-operator mode against operator lists
+trimmed to what the .cu names (`op_headers.py`; `--no-op-headers`: the light header alone),
+through `nvcc_split.py` (nvcc's host and device front ends at once): phases `split.<step>`,
+`split.host_chain` (host preprocessing + cudafe++), `split.device_chain` (device preprocessing +
+cicc + ptxas + fatbinary), `split.host_compile`, `split.used` (1: split, 0: it ran nvcc itself).
+Checks (`identity_checks`, first repeat, three extra compiles of the `before` .cu from its own
+path, since nvcc names internal symbols after the source's path): the split over torch's header
+against plain nvcc (every section and relocation, `objdump -s -r`), the split with the light
+header (device code, `.nv_fatbin`), and the split with the light header and the per-operator
+headers (device code; and its host code against the light header's object, `code_equivalence`:
+every section both have and every relocation the same, the sections only one has listed);
 `--no-check-split` skips them.
 
 On a host without a CUDA torch (this project's CPU machines) `--lang cuda` compiles only (for
@@ -51,6 +55,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import statistics
@@ -66,7 +71,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kernelwright.harness.building import headers, light_header, nvcc_split  # noqa: E402
+from kernelwright.harness.building import headers, light_header, nvcc_split, op_headers  # noqa: E402
 
 CPP_KERNEL = """
 torch::Tensor scale_relu(torch::Tensor x) {{
@@ -298,19 +303,95 @@ def _sections(obj: Path, only: str | None = None) -> str:
     return "\n".join(done.stdout.splitlines()[2:]) if done.returncode == 0 else f"objdump failed: {done.stderr}"
 
 
+def _objdump(obj: Path, flag: str) -> list[str]:
+    done = subprocess.run(["objdump", flag, str(obj)], capture_output=True, text=True, timeout=120, check=False)
+    return done.stdout.splitlines()[2:] if done.returncode == 0 else [f"objdump failed: {done.stderr}"]
+
+
+def _by_section(obj: Path) -> tuple[dict[str, bytes], dict[str, list[str]]]:
+    """Each section's contents (`objdump -s`) and relocations (`objdump -r`), by section name (a
+    name that recurs, as COMDAT sections' do, numbered in order: `name#2`)."""
+
+    def numbered(name: str, seen: dict[str, int]) -> str:
+        seen[name] = seen.get(name, 0) + 1
+        return name if seen[name] == 1 else f"{name}#{seen[name]}"
+
+    contents: dict[str, bytearray] = {}
+    name, seen = "", {}
+    for line in _objdump(obj, "-s"):
+        if line.startswith("Contents of section "):
+            name = numbered(line[len("Contents of section ") :].rstrip(":"), seen)
+            contents[name] = bytearray()
+        elif name and line.startswith(" "):
+            words = line[:43].split()[1:]  # the address, then up to four groups of hex digits
+            contents[name] += bytes.fromhex("".join(words))
+    relocations: dict[str, list[str]] = {}
+    name, seen = "", {}
+    for line in _objdump(obj, "-r"):
+        if line.startswith("RELOCATION RECORDS FOR ["):
+            name = numbered(line[len("RELOCATION RECORDS FOR [") : -2], seen)
+            relocations[name] = []
+        elif name and line.strip() and not line.startswith("OFFSET"):
+            relocations[name].append(line)
+    return {k: bytes(v) for k, v in contents.items()}, relocations
+
+
+def code_equivalence(a: Path, b: Path) -> dict[str, Any]:
+    """Do two objects of one source hold the same code? Every section both have the same, but for
+    `.rodata` (its layout) and `.eh_frame` (it follows the functions); every relocation the same,
+    a `.rodata` target read as the data there (up to its NUL, or 16 bytes) instead of its offset;
+    and the sections only one of them has, by name (a header the other did not include can leave
+    an unreferenced inline function or constant behind)."""
+    views = []
+    for obj in (a, b):
+        contents, relocations = _by_section(obj)
+        rodata = contents.get(".rodata", b"")
+
+        def data_at(match: re.Match[str], rodata: bytes = rodata) -> str:
+            start = int(match.group(1), 16)
+            end = rodata.find(b"\0", start)
+            return ".rodata:" + rodata[start : end if 0 <= end - start <= 256 else start + 16].hex()
+
+        resolved = {k: [re.sub(r"\.rodata\+0x([0-9a-f]+)", data_at, r) for r in v] for k, v in relocations.items()}
+        views.append((contents, resolved))
+    (ca, ra), (cb, rb) = views
+    layout = (".rodata", ".eh_frame", ".rela.eh_frame", ".group", ".comment", ".note.GNU-stack")
+    common = sorted(n for n in set(ca) & set(cb) if not n.startswith(layout))
+    differing = [n for n in common if ca[n] != cb[n]]
+    moved = sorted(n for n in set(ra) & set(rb) if not n.startswith(layout) and ra[n] != rb[n])
+    return {
+        "identical_code": not differing and not moved,
+        "sections_compared": len(common),
+        "differing": differing[:20],
+        "relocations_differing": moved[:20],
+        "only_in_first": sorted(n for n in set(ca) - set(cb) if not n.startswith(layout))[:20],
+        "only_in_second": sorted(n for n in set(cb) - set(ca) if not n.startswith(layout))[:20],
+    }
+
+
 def identity_checks(folder: Path) -> dict[str, Any]:
     """The .cu of `folder` (built plain, `before`) compiled again from the same path (nvcc names
     a translation unit's internal symbols after its source's path): through `nvcc_split.py` over
-    torch's header (every section and relocation the same as nvcc's), and through it with the
-    light header (the device code, `.nv_fatbin`, the same; host code differs: fewer headers)."""
+    torch's header (every section and relocation the same as nvcc's), through it with the light
+    header (the device code, `.nv_fatbin`, the same; host code differs: fewer headers), and with
+    the light header in torch's per-operator mode (the device code; and `code_equivalence` with
+    the light header's object)."""
     plain_text = (folder / "build.ninja").read_text()
     reference = folder / "plain.cuda.o"
     shutil.copyfile(folder / "cuda.cuda.o", reference)
     out: dict[str, Any] = {"errors": []}
-    lighter, why = light_header.offer(plain_text, (folder / "cuda.cu").read_text())
-    for name, text in (("split_full_header", plain_text), ("split_light_header", lighter)):
+    cu_text = (folder / "cuda.cu").read_text()
+    lighter, why = light_header.offer(plain_text, cu_text)
+    trimmed, why_ops = op_headers.trim(folder, cu_text) if lighter else (None, "no light header")
+    leaner = op_headers.offer(lighter, trimmed)[0] if lighter and trimmed else None
+    light_reference = folder / "light.cuda.o"
+    for name, text in (
+        ("split_full_header", plain_text),
+        ("split_light_header", lighter),
+        ("split_op_headers", leaner),
+    ):
         if text is None:
-            out[name] = f"not built: {why}"
+            out[name] = f"not built: {why or why_ops}"
             continue
         times: dict[str, float] = {}
         (folder / "split.json").unlink(missing_ok=True)
@@ -318,9 +399,15 @@ def identity_checks(folder: Path) -> dict[str, Any]:
         times.update(_split_phases(folder / "split.json"))
         only = None if name == "split_full_header" else ".nv_fatbin"
         same = _sections(folder / "cuda.cuda.o", only) == _sections(reference, only)
+        code: dict[str, Any] = {}
+        if name == "split_light_header":
+            shutil.copyfile(folder / "cuda.cuda.o", light_reference)
+        elif name == "split_op_headers":  # and the host code, against the light header's object
+            code = code_equivalence(light_reference, folder / "cuda.cuda.o")
         out[name] = {
             "identical": same,
             "compared": "every section and relocation" if only is None else "device code (.nv_fatbin)",
+            **({"code_against_the_light_header": code} if code else {}),
             "split_used": times.get("split.used") == 1.0,
             "times": {k: round(v, 3) for k, v in sorted(times.items())},
         }
@@ -353,7 +440,9 @@ def _summary(runs: list[dict[str, float]]) -> dict[str, Any]:
     return out
 
 
-def _broker_runs(lang: str, repeats: int, root: Path, pch: bool, fork: bool = False) -> list[dict[str, float]]:
+def _broker_runs(
+    lang: str, repeats: int, root: Path, pch: bool, fork: bool = False, ops: bool = True
+) -> list[dict[str, float]]:
     from kernelwright.harness.building.broker import BuildBroker
 
     # before: as the harness built until #29 (plain); after: what its builder does now
@@ -365,6 +454,7 @@ def _broker_runs(lang: str, repeats: int, root: Path, pch: bool, fork: bool = Fa
         precompiled_headers=pch,
         light_cu=pch,
         nvcc_split=pch,
+        op_headers=pch and ops,
         fork=fork,
     )
     runs = []
@@ -414,6 +504,12 @@ def main() -> int:
         "--cu-include",
         action="append",
         help="measurement only: headers the .cu includes instead of torch/extension.h (e.g. torch/types.h)",
+    )
+    parser.add_argument(
+        "--no-op-headers",
+        dest="op_headers",
+        action="store_false",
+        help="`after` without torch's per-operator headers in the .cu (the light header alone)",
     )
     parser.add_argument(
         "--no-check-split",
@@ -474,9 +570,15 @@ def main() -> int:
                     raise SystemExit(f"the precompiled header was not offered: {why}")
                 text = offered
                 if cuda_after:  # the light header where the harness's builder would use it
-                    lighter, why = light_header.offer(text, (folder / "cuda.cu").read_text())
+                    cu_text = (folder / "cuda.cu").read_text()
+                    lighter, why = light_header.offer(text, cu_text)
                     light_notes.append(why or "light")
                     text = lighter or text
+                    if lighter and args.op_headers:  # and torch's per-operator headers with it
+                        trimmed, why = op_headers.trim(folder, cu_text)
+                        leaner = op_headers.offer(text, trimmed)[0] if trimmed else None
+                        light_notes.append(trimmed.describe() if trimmed and leaner else f"no op headers: {why}")
+                        text = leaner or text
                 (folder / "build.ninja").write_text(text)
             result = build_once(folder, text, link=not compile_only, split=cuda_after)
             if mode == "after":  # GCC's -H trace: "! <file>.gch" when it loaded the header
@@ -515,7 +617,7 @@ def main() -> int:
                 ways.append(("broker_forked", True, True))
             for mode, pch, fork in ways:
                 if ("before" if mode == "broker_before" else "after") in modes:
-                    runs_of = _broker_runs(args.lang, args.repeats, work, pch, fork)
+                    runs_of = _broker_runs(args.lang, args.repeats, work, pch, fork, args.op_headers)
                     report.setdefault("phases", {})[mode] = _summary(runs_of)
     report["errors"] = errors
     text = json.dumps(report, indent=2)

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from kernelwright.harness.building import headers, light_header, ninja_runs, nvcc_split
+from kernelwright.harness.building import headers, light_header, ninja_runs, nvcc_split, op_headers
 from kernelwright.harness.building.broker import BuildBroker
 
 DATA = Path(__file__).parents[1] / "data" / "nvcc"
@@ -203,6 +203,7 @@ TOOLS = {
     "nvcc": 'if [ "$1" = "-dryrun" ]; then sed "s#@T@#$TMPDIR#g; s#@B@#$FAKE_BIN#g" "$FAKE_PLAN"; exit 0; fi\n'
     'echo plain > "$(val -o "$@")"; echo "$*" >> "$FAKE_BIN/nvcc_ran"\n'
     'case "$*" in *light_include*) [ -n "$FAKE_NEEDS_FULL" ] && { echo "error: nn is not declared" >&2; exit 1; };; esac\n'
+    'case "$*" in *kw_op_headers*) [ -n "$FAKE_NEEDS_ALL_OPS" ] && { echo "error: no member zeros" >&2; exit 1; };; esac\n'
     "exit ${FAKE_NVCC_STATUS:-0}",
     "gcc": 'case " $* " in *" -E "*) echo pp > "$(val -o "$@")"; d=$(val -MF "$@"); if [ -n "$d" ]; then echo "o: a.cu" > "$d"; fi;;\n'
     '*) echo "compiled" > "$(val -o "$@")";; esac',
@@ -363,7 +364,8 @@ def _run_ninja(folder: Path, **allowed: bool) -> tuple[dict[str, Any], list[str]
     try:
         runner(str(folder), True, "Error building extension 'kw'")
     finally:
-        assert "light_include" not in (folder / "build.ninja").read_text()  # left as torch wrote it
+        left = (folder / "build.ninja").read_text()
+        assert "light_include" not in left and "kw_op_headers" not in left  # left as torch wrote it
     return record, called
 
 
@@ -424,6 +426,47 @@ def test_a_guarded_cu_never_sees_the_light_header_and_the_record_says_why(fake_n
     assert record["cuda"]["nvcc"] == "nvcc: the split is off"
 
 
+@needs_ninja
+def test_the_per_operator_headers_come_with_the_light_one_and_leave_with_it(
+    fake_nvcc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `.cu` that fails in torch's per-operator mode is built again with torch's header and
+    lists (not with the light header alone: a candidate's own error then costs two builds)."""
+    monkeypatch.setenv("FAKE_NEEDS_ALL_OPS", "1")
+    (tmp_path / "plan.txt").write_text("not a plan\n")
+    folder = _ninja_folder(tmp_path, fake_nvcc, KERNEL)
+    record, called = _run_ninja(folder, light=True, split=True, ops=True)
+    assert not called and (folder / "kw.so").read_text() == "plain\n"
+    cuda = record["cuda"]
+    assert [a["with"] for a in cuda["attempts"]] == [["light", "ops", "split"], ["split"]]
+    assert cuda["header"] == "full: the build with per-operator headers failed: rebuilt with torch's header"
+    ran = (fake_nvcc.parent / "nvcc_ran").read_text().splitlines()
+    assert "-DAT_PER_OPERATOR_HEADERS" in ran[0] and "kw_op_headers" in ran[0] and "light_include" in ran[0]
+    assert "kw_op_headers" not in ran[1] and "light_include" not in ran[1]
+    assert "kw_op_headers" not in (folder / "build.ninja").read_text()
+
+
+@needs_ninja
+def test_a_cu_built_with_the_per_operator_headers_says_so(fake_nvcc: Path, tmp_path: Path) -> None:
+    (tmp_path / "plan.txt").write_text("not a plan\n")
+    folder = _ninja_folder(tmp_path, fake_nvcc, KERNEL)
+    record, _ = _run_ninja(folder, light=True, split=False, ops=True)
+    header = record["cuda"]["header"]
+    assert header.startswith("light, per-operator headers (") and "operators)" in header, header
+    assert "light torch/extension.h, per-operator headers" in record["headers"]
+    kept = (folder / "kw_op_headers" / "ATen" / "Functions.h").read_text()
+    assert "#include <ATen/ops/empty_like.h>" in kept and "#include <ATen/ops/conv2d.h>" not in kept
+
+
+@needs_ninja
+def test_without_the_light_header_the_per_operator_headers_are_not_offered(fake_nvcc: Path, tmp_path: Path) -> None:
+    folder = _ninja_folder(tmp_path, fake_nvcc, KERNEL + "#ifdef TORCH_VERSION_MAJOR\n#endif\n")
+    record, called = _run_ninja(folder, light=True, split=False, ops=True)
+    assert called == [str(folder)]  # nothing to adjust: torch's own runner builds torch's file
+    assert record["cuda"]["header"] == "full: a preprocessor conditional (#ifdef)"
+    assert not (folder / "kw_op_headers").exists()
+
+
 # -- the broker decides, never the worker ---------------------------------------------------------
 
 
@@ -445,18 +488,21 @@ def _cuda_request(name: str, **planted: Any) -> dict[str, Any]:
 
 
 def test_the_broker_says_whether_the_cu_may_be_lightened_or_split(tmp_path: Path) -> None:
-    broker = _Recorder(tmp_path / "cache", light_cu=False, nvcc_split=True)
-    reply = broker.handle(_cuda_request("kw_a", light_cu=True, nvcc_split=False))  # a worker's say is dropped
+    broker = _Recorder(tmp_path / "cache", light_cu=False, nvcc_split=True, op_headers=False)
+    reply = broker.handle(_cuda_request("kw_a", light_cu=True, nvcc_split=False, op_headers=True))  # dropped
     assert broker.requests[0]["light_cu"] is False and broker.requests[0]["nvcc_split"] is True
+    assert broker.requests[0]["op_headers"] is False
     assert reply["cuda"] == {"header": "light"}  # the build record reaches the reply
 
 
 def test_the_switches_turn_each_mechanism_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert BuildBroker(tmp_path / "a", {}, timeout_s=60).light_cu is True
+    on = BuildBroker(tmp_path / "a", {}, timeout_s=60)
+    assert on.light_cu is True and on.op_headers is True
     monkeypatch.setenv(light_header.ENV_SWITCH, "0")
     monkeypatch.setenv(ninja_runs.SPLIT_SWITCH, "0")
+    monkeypatch.setenv(op_headers.ENV_SWITCH, "0")
     broker = BuildBroker(tmp_path / "b", {}, timeout_s=60)
-    assert broker.light_cu is False and broker.nvcc_split is False
+    assert broker.light_cu is False and broker.nvcc_split is False and broker.op_headers is False
 
 
 # -- the real nvcc (compile-only; skipped where nvcc is absent) ------------------------------------

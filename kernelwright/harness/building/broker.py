@@ -20,8 +20,9 @@ those inputs' key: one candidate cannot change what another, with other inputs, 
 The one thing shared across keys is torch's precompiled header (`headers.py`): the broker
 prepares it (once per toolchain and flag set, in a builder writable only in the header's folder
 under `<cache>/pch/`), marks it complete, and names it in the requests it hands its builders.
-Whether a CUDA build's `.cu` may use the light header and the split nvcc is the broker's word too
-(`light_cu`, `nvcc_split` in the builder's request; `ninja_runs.py` says how a build used them).
+Whether a CUDA build's `.cu` may use the light header, the split nvcc and the per-operator headers
+is the broker's word too (`light_cu`, `nvcc_split`, `op_headers` in the builder's request;
+`ninja_runs.py` says how a build used them).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from typing import IO, Any
 
 from kernelwright.fastext import build_key, locked_folder
 from kernelwright.harness.building import headers, light_header, ninja_runs
+from kernelwright.harness.building import op_headers as op_headers_module
 from kernelwright.harness.sandbox.isolation import redact, scrubbed_env
 from kernelwright.harness.workers import forkserver, live
 from kernelwright.harness.workers.jobs import BUILD_FDS_VAR
@@ -165,6 +167,7 @@ class BuildBroker:
         precompiled_headers: bool | None = None,
         light_cu: bool | None = None,
         nvcc_split: bool | None = None,
+        op_headers: bool | None = None,
         fork: bool = False,
     ) -> None:
         """`pausable`: whether a timing phase (`live.quiet`) stops the builders. A GPU evaluation's
@@ -175,6 +178,9 @@ class BuildBroker:
         `light_cu`, `nvcc_split`: whether a `load_inline` CUDA build's `.cu` may compile against
         the light `torch/extension.h` (`light_header.py`) and with nvcc's front ends at once
         (`nvcc_split.py`); by default unless KERNELWRIGHT_LIGHT_CU=0 / KERNELWRIGHT_NVCC_SPLIT=0.
+        `op_headers`: whether such a `.cu`, with the light header, is compiled in torch's
+        per-operator mode against trimmed operator lists (`op_headers.py`); by default unless
+        KERNELWRIGHT_OP_HEADERS=0.
         `fork`: builders are forked from the fork server of their environment (the worker's, so
         the server its worker came from) where it can, else started afresh; builders that are not
         `pausable` from a server of builders alone, which timing phases do not stop either
@@ -183,6 +189,7 @@ class BuildBroker:
         self.precompiled_headers = headers.enabled() if precompiled_headers is None else precompiled_headers
         self.light_cu = light_header.enabled() if light_cu is None else light_cu
         self.nvcc_split = ninja_runs.split_enabled() if nvcc_split is None else nvcc_split
+        self.op_headers = op_headers_module.enabled() if op_headers is None else op_headers
         self.env_extra, self.timeout_s, self.pausable, self.fork = dict(env_extra), timeout_s, pausable, fork
         self._builders: set[_Builder] = set()
         self._lock = threading.Lock()
@@ -226,7 +233,7 @@ class BuildBroker:
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         """One build: from the cache if complete there, else built now; the reply the worker reads."""
         kind = request.get("kind")
-        ours = ("pch", "pch_note", "folder", "light_cu", "nvcc_split")  # ours to set, never the worker's
+        ours = ("pch", "pch_note", "folder", "light_cu", "nvcc_split", "op_headers")  # ours, never the worker's
         request = {k: v for k, v in request.items() if k not in ours}
         if kind == "fastext":
             name, source, lang = str(request["name"]), str(request["source"]), str(request["lang"])
@@ -257,6 +264,7 @@ class BuildBroker:
                     **self._headers_for(request),
                     "light_cu": self.light_cu,
                     "nvcc_split": self.nvcc_split,
+                    "op_headers": self.op_headers,
                 }
             ok, library, text, extra = self._run_builder(request, folder)
             seconds = time.perf_counter() - start

@@ -36,9 +36,10 @@ def _confine(folder: Path, cuda: bool) -> None:
 def build_torch(request: dict[str, Any], folder: Path, record: dict[str, Any]) -> str:
     """`load_inline` / `load` with the request's arguments, in `folder`; the library's path. With
     `request["pch"]` (set by the broker, never by the worker), the C++ file is compiled with that
-    precompiled `torch/extension.h` where it fits (`headers.py`), and with `request["light_cu"]`
-    and `request["nvcc_split"]` (the broker's too) a CUDA build's `.cu` with the light header and
-    nvcc's front ends at once where they fit (`ninja_runs.py`);
+    precompiled `torch/extension.h` where it fits (`headers.py`), and with `request["light_cu"]`,
+    `request["nvcc_split"]` and `request["op_headers"]` (the broker's too) a CUDA build's `.cu`
+    with the light header, nvcc's front ends at once and torch's per-operator headers where they
+    fit (`ninja_runs.py`);
     `record["headers"]` (and `record["cuda"]`) say how."""
     import torch.utils.cpp_extension as cpp
 
@@ -73,6 +74,7 @@ def build_torch(request: dict[str, Any], folder: Path, record: dict[str, Any]) -
             record,
             light=bool(request.get("light_cu")),
             split=bool(request.get("nvcc_split")),
+            ops=bool(request.get("op_headers")),
         )
     builder = cpp.load if request["kind"] == "load" else cpp.load_inline
     result = builder(**spec)

@@ -64,7 +64,7 @@ def enabled() -> bool:
     return os.environ.get(ENV_SWITCH, "1") != "0"
 
 
-def _code(text: str) -> str:
+def code_text(text: str) -> str:
     """`text` after line splicing, with comments replaced by a space and string and character
     literals emptied (`""`, `''`): what the checks read."""
     text = text.replace("\\\r\n", "").replace("\\\n", "")
@@ -107,7 +107,7 @@ def light_reason(cu_text: str) -> str:
         return "a trigraph or digraph"
     if _PREFIXED_RAW.search(cu_text):
         return "a raw string literal"
-    code = _code(cu_text)
+    code = code_text(cu_text)
     if "##" in code:
         return "token pasting (##)"
     for line in code.splitlines():

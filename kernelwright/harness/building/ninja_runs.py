@@ -1,20 +1,25 @@
 """How a `load_inline` build's `build.ninja` is run in the trusted build step's builder (#29).
 
-torch writes `build.ninja`; the builder runs it with up to three adjustments, each offered only
+torch writes `build.ninja`; the builder runs it with up to four adjustments, each offered only
 where it fits and each recorded:
 - `pch`: `main.cpp` against the precompiled `torch/extension.h` (`headers.py`);
 - `light`: the `.cu` against the light `torch/extension.h` (`light_header.py`);
+- `ops`: with the light header, the `.cu` in torch's per-operator mode against operator lists
+  trimmed to what it names (`op_headers.py`);
 - `split`: the `.cu`'s nvcc command through `nvcc_split.py` (nvcc's host and device front ends at
   once; it falls back to the plain nvcc command by itself).
-A failed build is run again without the adjustment that may have caused it: without the light
-header first (any failure of a light build: the `.cu` may need the full header), then without
+A failed build is run again without the adjustment that may have caused it: without the
+per-operator headers and the light header together first (any failure of such a build: the `.cu`
+may need them; a candidate's own error is then found in two builds, not three), without the light
+header (any failure of a light build: the `.cu` may need the full header), then without
 the precompiled header (a failure that names the `.gch`), then without the split (one that left
 no record: the wrapper did not run). With none left, torch's own runner builds the plain file,
 as before. A failure that none of them can explain is the candidate's own, reported as torch
 reports it. Nothing here can fail a build that the plain `build.ninja` would pass.
 
 The broker decides which are allowed (`KERNELWRIGHT_NVCC_SPLIT=0` turns the split off,
-`KERNELWRIGHT_LIGHT_CU=0` the light header, `KERNELWRIGHT_PCH=0` the precompiled header) and says
+`KERNELWRIGHT_LIGHT_CU=0` the light header, `KERNELWRIGHT_OP_HEADERS=0` the per-operator headers,
+`KERNELWRIGHT_PCH=0` the precompiled header) and says
 so in the builder's request. What happened goes to the builder's record: `headers` (a line: how `main.cpp` was compiled, and
 for a CUDA build how the `.cu` was), and for a CUDA build `cuda` (the `.cu`'s header, nvcc's
 path and each of its steps' seconds, every attempt).
@@ -31,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kernelwright.harness.building import headers, light_header, nvcc_split
+from kernelwright.harness.building import headers, light_header, nvcc_split, op_headers
 
 SPLIT_SWITCH = "KERNELWRIGHT_NVCC_SPLIT"  # "0": the .cu's nvcc command as torch wrote it
 _SPLIT_RECORD = ".split.json"  # next to the object: `$out.split.json`
@@ -77,10 +82,11 @@ def ninja_runner(
     *,
     light: bool = False,
     split: bool = False,
+    ops: bool = False,
 ) -> Callable[[str, bool, str], None]:
     """A replacement for torch's `_run_ninja_build` (`original`); see the module's docstring.
-    `light` and `split`: whether the broker allows the light header and the split nvcc (its
-    switches; the builder's environment does not carry them)."""
+    `light`, `split` and `ops`: whether the broker allows the light header, the split nvcc and
+    the per-operator headers (its switches; the builder's environment does not carry them)."""
 
     def build(build_directory: str, verbose: bool, error_prefix: str) -> None:
         folder = Path(build_directory)
@@ -110,6 +116,17 @@ def ninja_runner(
                 consider("split", offer_split)
             else:
                 notes["split"] = "the split is off"
+            if not ops:
+                notes["ops"] = "the per-operator headers are off"
+            elif "light" not in offers or cu is None:
+                notes["ops"] = "only with the light header"
+            else:
+                trimmed, why = op_headers.trim(folder, cu)
+                if trimmed is None:
+                    notes["ops"] = why
+                else:
+                    notes["ops"] = trimmed.describe()
+                    consider("ops", lambda text: op_headers.offer(text, trimmed))
         attempts: list[dict[str, Any]] = []
         try:
             _run(folder, plain, offers, notes, pch_folder, attempts, original, verbose, error_prefix)
@@ -156,7 +173,11 @@ def _run(
         if done.returncode == 0:
             _show(output)
             return
-        if "light" in offers:
+        if "ops" in offers:
+            del offers["ops"]
+            offers.pop("light", None)
+            notes["ops"] = notes["light"] = "the build with per-operator headers failed: rebuilt with torch's header"
+        elif "light" in offers:
             del offers["light"]
             notes["light"] = "the build with the light header failed: rebuilt with torch's"
         elif "pch" in offers and ".gch" in output:
@@ -216,6 +237,7 @@ def _describe(
         record["headers"] = cpp
         return
     header = "light" if "light" in offers else f"full: {notes.get('light', '?')}"
+    ops = f", {notes['ops']}" if "ops" in offers else ""
     runs = last.get("nvcc") or []
     if "split" not in offers:
         nvcc = f"nvcc: {notes.get('split', '?')}"
@@ -223,5 +245,5 @@ def _describe(
         nvcc = "split"
     else:
         nvcc = "nvcc: " + "; ".join(str(r.get("why", r.get("path"))) for r in runs)
-    record["headers"] = f"main.cpp {cpp}; .cu {header} torch/extension.h; {nvcc}"
-    record["cuda"] = {"header": header, "nvcc": nvcc, "attempts": attempts}
+    record["headers"] = f"main.cpp {cpp}; .cu {header} torch/extension.h{ops}; {nvcc}"
+    record["cuda"] = {"header": header + ops, "nvcc": nvcc, "attempts": attempts}
