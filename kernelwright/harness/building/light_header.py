@@ -137,10 +137,16 @@ def offer(build_ninja: str, cu_text: str) -> tuple[str | None, str]:
         return None, why
     if not (LIGHT_INCLUDE / "torch" / "extension.h").is_file():
         return None, "the light header is not installed"
+    return prepend_cuda_cflags(build_ninja, "-isystem", str(LIGHT_INCLUDE))
+
+
+def prepend_cuda_cflags(build_ninja: str, *flags: str) -> tuple[str | None, str]:
+    """`build_ninja` with `flags` first on the `.cu`'s command line (`cuda_cflags`; `main.cpp`'s
+    `cflags` untouched), or None and why not."""
     lines = build_ninja.splitlines(keepends=True)
     for i, line in enumerate(lines):
         if line.startswith("cuda_cflags =") and "rule cuda_compile" in build_ninja:
             rest = line.split("=", 1)[1].lstrip(" ")
-            lines[i] = f"cuda_cflags = -isystem {shlex.quote(str(LIGHT_INCLUDE))} {rest}"
+            lines[i] = f"cuda_cflags = {shlex.join(flags)} {rest}"
             return "".join(lines), ""
     return None, "no cuda_cflags line in build.ninja"

@@ -38,7 +38,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -149,10 +148,4 @@ def trim(build_folder: Path, cu_text: str, include: Path | None = None) -> tuple
 def offer(build_ninja: str, trimmed: Trimmed) -> tuple[str | None, str]:
     """`build_ninja` with the `.cu` compiled in torch's per-operator mode against the trimmed lists,
     or None and why not."""
-    lines = build_ninja.splitlines(keepends=True)
-    for i, line in enumerate(lines):
-        if line.startswith("cuda_cflags =") and "rule cuda_compile" in build_ninja:
-            rest = line.split("=", 1)[1].lstrip(" ")
-            lines[i] = f"cuda_cflags = {DEFINE} -isystem {shlex.quote(str(trimmed.folder))} {rest}"
-            return "".join(lines), ""
-    return None, "no cuda_cflags line in build.ninja"
+    return light_header.prepend_cuda_cflags(build_ninja, DEFINE, "-isystem", str(trimmed.folder))
