@@ -42,7 +42,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelwright.harness.building import light_header
+from kernelwright.harness.building import headers, light_header
 
 ENV_SWITCH = "KERNELWRIGHT_OP_HEADERS"  # "0": the .cu gets torch's full operator lists
 FOLDER = "kw_op_headers"  # in the build folder, first on the .cu's include path
@@ -72,8 +72,6 @@ class Trimmed:
 
 def torch_include() -> Path:
     """torch's include folder (where `ATen/Functions.h` lies)."""
-    from kernelwright.harness.building import headers
-
     return headers.torch_header().parent.parent
 
 
@@ -97,10 +95,16 @@ def _listed(include: str) -> tuple[tuple[str, ...], frozenset[str], dict[str, fr
     return ops, named, odd
 
 
+@functools.lru_cache(maxsize=8)
+def _spelled(cu_text: str) -> frozenset[str]:
+    """The identifiers of the `.cu`'s code (comments and literals left out)."""
+    return frozenset(_IDENT.findall(light_header.code_text(cu_text)))
+
+
 def op_reason(cu_text: str) -> str:
     """Why the `.cu` keeps torch's full operator lists; "" when it may have the trimmed ones (the
     light header's checks are the caller's)."""
-    names = set(_IDENT.findall(light_header.code_text(cu_text)))
+    names = _spelled(cu_text)
     if "native" in names:
         return "the .cu names native, whose declarations only the full list holds"
     if {"AT_PER_OPERATOR_HEADERS", "TORCH_ASSERT_ONLY_METHOD_OPERATORS"} & names:
@@ -112,7 +116,7 @@ def kept_operators(cu_text: str, include: Path) -> tuple[tuple[str, ...], int]:
     """The operators of `ATen/Functions.h` the `.cu` names (see the module's docstring), and how
     many it lists."""
     ops, own, odd = _listed(str(include))
-    names = set(_IDENT.findall(light_header.code_text(cu_text))) | own
+    names = _spelled(cu_text) | own
     prefixes = {n[:i] for n in names for i in range(1, len(n)) if n[i] == "_"}
     kept = tuple(op for op in ops if op in names or op in prefixes or bool(odd.get(op, frozenset()) & names))
     return kept, len(ops)
