@@ -482,6 +482,18 @@ def _broker_runs(
         if pch and i == 0:
             continue
         run = {"handle": seconds}
+        # the builder's own account (builder.py): its start (the interpreter; ~0 forked), confining
+        # itself, importing torch (~0 forked), torch's Python around the ninja run, the ninja run;
+        # the rest is the broker's
+        timeline = reply.get("timeline") or {}
+        steps = ("start_s", "confine_s", "import_s", "torch_s")
+        if all(isinstance(timeline.get(k), int | float) for k in (*steps, "ninja_s")):
+            run["builder.start"] = float(timeline["start_s"])
+            run["builder.confine"] = float(timeline["confine_s"])
+            run["builder.import"] = float(timeline["import_s"])
+            run["builder.torch_setup"] = float(timeline["torch_s"]) - float(timeline["ninja_s"])
+            run["builder.ninja"] = float(timeline["ninja_s"])
+            run["broker.rest"] = seconds - sum(float(timeline[k]) for k in steps)
         for attempt in (reply.get("cuda") or {}).get("attempts") or []:
             run["ninja_attempts"] = run.get("ninja_attempts", 0.0) + 1
             for nvcc in attempt.get("nvcc") or []:

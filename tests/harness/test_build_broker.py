@@ -282,18 +282,23 @@ def test_a_gpu_job_s_builder_is_forked_during_a_timing_phase_from_a_server_the_p
     ("device", "mode", "expected"),
     [
         ("cpu", "cpu", (True, True, False)),
-        ("cuda", "cpu", (False, False, True)),
+        ("cuda", "cpu", (False, True, True)),
         ("cuda", "all", (False, True, True)),
         ("cpu", "0", (True, False, False)),
+        ("cuda", "0", (False, False, True)),
+        ("cuda", None, (False, True, True)),
     ],
 )
 def test_a_job_s_builders_are_forked_as_its_device_and_the_switch_say(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, device: str, mode: str, expected: tuple[bool, bool, bool]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, device: str, mode: str | None, expected: tuple[bool, bool, bool]
 ) -> None:
     """(pausable, forked, from a server apart): a CPU job's builders pause with timing phases and
-    come from its worker's server; a GPU job's carry on, and are forked only with
-    KERNELWRIGHT_FORKSERVER=all, from a server a phase does not stop."""
-    monkeypatch.setenv(forkserver.FORK_VAR, mode)
+    come from its worker's server; a GPU job's carry on, and are forked (by default, the switch
+    unset, too: they run no CUDA code) from a server a phase does not stop."""
+    if mode is None:
+        monkeypatch.delenv(forkserver.FORK_VAR, raising=False)
+    else:
+        monkeypatch.setenv(forkserver.FORK_VAR, mode)
     job = WorkerJob(
         mode="candidate", problem_path=tmp_path / "p.py", device=device, out_dir=tmp_path, build_cache=tmp_path / "c"
     )

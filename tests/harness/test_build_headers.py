@@ -246,6 +246,10 @@ def test_a_cpp_candidate_builds_with_the_shared_header_and_a_damaged_one_falls_b
     assert first["headers"] == "precompiled", first.get("log")
     assert first["headers_prepared_s"] > 0  # prepared by this request, by the broker's builder
     assert _call_scale(first["library"]) == [0.0, 2.0, 4.0, 6.0]
+    timeline = first["timeline"]  # where the builder's time went, in the broker's reply
+    assert set(timeline) == {"start_s", "confine_s", "import_s", "torch_s", "ninja_s"}, timeline
+    assert min(timeline["start_s"], timeline["confine_s"], timeline["import_s"]) >= 0
+    assert 0 < timeline["ninja_s"] <= timeline["torch_s"] < first["seconds"]  # compiled in its ninja run
     [pch_folder] = [p.parent for p in (tmp_path / "cache" / headers.PCH_DIR).glob("*/*/" + BUILT_MARK)]
     gch = pch_folder / "include" / (headers.HEADER + ".gch")
     assert json.loads((pch_folder / headers.MANIFEST).read_text())["size"] == gch.stat().st_size

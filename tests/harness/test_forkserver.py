@@ -20,7 +20,8 @@ import torch
 
 from kernelwright.harness.session import evaluate
 from kernelwright.harness.verdicts import Reason
-from kernelwright.harness.workers import forkserver, zygote
+from kernelwright.harness.workers import forkserver, process, zygote
+from kernelwright.harness.workers.jobs import WorkerJob
 from kernelwright.harness.workers.process import classify_death
 from kernelwright.problems import resolve_problem
 from tests.candidates import harness_options, write_case
@@ -171,10 +172,49 @@ def test_a_server_that_cannot_start_leaves_workers_to_start_afresh(
 def test_forking_is_chosen_per_device(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(forkserver.FORK_VAR, raising=False)
     assert forkserver.forking_for("cpu") and not forkserver.forking_for("cuda")
+    assert forkserver.forking_for("cuda", times=False)  # a GPU job's builders and build workers
     monkeypatch.setenv(forkserver.FORK_VAR, "all")
     assert forkserver.forking_for("cuda")
     monkeypatch.setenv(forkserver.FORK_VAR, "0")
     assert not forkserver.forking_for("cpu")
+    assert not forkserver.forking_for("cuda", times=False) and not forkserver.forking_for("cpu", times=False)
+
+
+@pytest.mark.parametrize(
+    ("device", "mode", "switch", "forked"),
+    [
+        ("cuda", "build", None, True),  # builds only: times nothing, forked on a GPU job too
+        ("cuda", "candidate", None, False),  # times: afresh unless "all" (#28's figures)
+        ("cuda", "reference", None, False),
+        ("cuda", "candidate", "all", True),
+        ("cuda", "build", "0", False),
+        ("cpu", "candidate", None, True),
+    ],
+)
+def test_a_worker_is_forked_as_its_device_its_mode_and_the_switch_say(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, device: str, mode: str, switch: str | None, forked: bool
+) -> None:
+    if switch is None:
+        monkeypatch.delenv(forkserver.FORK_VAR, raising=False)
+    else:
+        monkeypatch.setenv(forkserver.FORK_VAR, switch)
+    asked: list[str] = []
+
+    class Started(Exception):
+        pass
+
+    def spawn(*args: Any, **kwargs: Any) -> None:  # the server cannot fork: started afresh next
+        asked.append("fork")
+
+    def popen(*args: Any, **kwargs: Any) -> None:
+        raise Started
+
+    monkeypatch.setattr(forkserver, "spawn", spawn)
+    monkeypatch.setattr(process.subprocess, "Popen", popen)
+    job = WorkerJob(mode=mode, problem_path=tmp_path / "p.py", device=device, out_dir=tmp_path, build_cache=tmp_path)  # type: ignore[arg-type]
+    with open(tmp_path / "log", "wb") as log, pytest.raises(Started):
+        process._start(job, tmp_path / "job.json", {}, log, ())
+    assert asked == (["fork"] if forked else [])
 
 
 class _Stub:

@@ -268,7 +268,8 @@ class BuildBroker:
                 }
             ok, library, text, extra = self._run_builder(request, folder)
             seconds = time.perf_counter() - start
-            record: dict[str, Any] = {k: extra[k] for k in ("headers", "cuda") if k in extra}  # ninja_runs.py
+            # ninja_runs.py's record, and where the builder's time went (builder.py)
+            record: dict[str, Any] = {k: extra[k] for k in ("headers", "cuda", "timeline") if k in extra}
             if "pch_seconds" in request:
                 record["headers_prepared_s"] = request["pch_seconds"]
             if not ok:

@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,17 @@ def _confine(folder: Path, cuda: bool) -> None:
         raise SystemExit(f"--sandbox strict: the builder could not isolate itself: {'; '.join(missing)}")
 
 
+def _seconds_alive() -> float | None:
+    """Seconds since this process was created (a forked builder: since its fork; one started
+    afresh: its interpreter's start and imports included), from `/proc`; None where there is none."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return max(0.0, round(uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK"), 2))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def build_torch(request: dict[str, Any], folder: Path, record: dict[str, Any]) -> str:
     """`load_inline` / `load` with the request's arguments, in `folder`; the library's path. With
     `request["pch"]` (set by the broker, never by the worker), the C++ file is compiled with that
@@ -41,9 +54,13 @@ def build_torch(request: dict[str, Any], folder: Path, record: dict[str, Any]) -
     with the light header, nvcc's front ends at once and torch's per-operator headers where they
     fit (`ninja_runs.py`);
     `record["headers"]` (and `record["cuda"]`) say how."""
+    start = time.perf_counter()
     import torch.utils.cpp_extension as cpp
 
     from kernelwright.harness.building import ninja_runs
+
+    timeline = record.setdefault("timeline", {})
+    timeline["import_s"] = round(time.perf_counter() - start, 3)  # torch (~0 in a forked builder)
 
     spec = dict(request["spec"])
     texts = spec.pop("source_text", None)
@@ -64,20 +81,32 @@ def build_torch(request: dict[str, Any], folder: Path, record: dict[str, Any]) -
         return os.path.join(path, f"{module_name}{cpp.LIB_EXT}")
 
     cpp._import_module_from_library = path_only  # type: ignore[attr-defined]  # build, do not load
+    run_ninja: Callable[[str, bool, str], None] = cpp._run_ninja_build
     if request["kind"] == "inline":
         pch = Path(request["pch"]) if request.get("pch") else None
         if pch is None:
             record["headers"] = f"plain: {request.get('pch_note') or 'no precompiled header'}"
-        cpp._run_ninja_build = ninja_runs.ninja_runner(  # type: ignore[assignment]
-            cpp._run_ninja_build,
+        run_ninja = ninja_runs.ninja_runner(
+            run_ninja,
             pch,
             record,
             light=bool(request.get("light_cu")),
             split=bool(request.get("nvcc_split")),
             ops=bool(request.get("op_headers")),
         )
+
+    def timed_ninja(*args: Any, **kwargs: Any) -> None:  # the compile and link, every attempt
+        start = time.perf_counter()
+        try:
+            run_ninja(*args, **kwargs)
+        finally:
+            timeline["ninja_s"] = round(timeline.get("ninja_s", 0.0) + time.perf_counter() - start, 3)
+
+    cpp._run_ninja_build = timed_ninja  # type: ignore[assignment]
     builder = cpp.load if request["kind"] == "load" else cpp.load_inline
+    start = time.perf_counter()
     result = builder(**spec)
+    timeline["torch_s"] = round(time.perf_counter() - start, 3)
     library = result if isinstance(result, str) else os.path.join(str(folder), f"{name}{cpp.LIB_EXT}")
     return str(library)
 
@@ -108,12 +137,16 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: python -m kernelwright.harness.building.builder REQUEST.json", file=sys.stderr)
         return 2
+    alive = _seconds_alive()
     request = json.loads(Path(argv[1]).read_text())
     folder = Path(request["folder"])
     inputs = request.get("inputs") if request["kind"] == "pch" else None
     cuda = bool(request.get("with_cuda")) or request.get("lang") == "cuda" or bool(inputs and inputs.get("with_cuda"))
+    start = time.perf_counter()
     _confine(folder, cuda and request["kind"] not in ("fastext", "pch"))  # the fast form is given its architecture
-    record: dict[str, Any] = {}
+    # Where the builder's time went (the broker's reply carries it): its start (interpreter and
+    # imports; ~0 forked), confining itself, torch's `load_inline`/`load` and the ninja run in it.
+    record: dict[str, Any] = {"timeline": {"start_s": alive, "confine_s": round(time.perf_counter() - start, 3)}}
     try:
         if request["kind"] == "fastext":
             library = build_fast(request, folder)

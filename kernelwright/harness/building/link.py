@@ -21,9 +21,9 @@ def broker_link(job: WorkerJob, env: dict[str, str]) -> BuildLink:
         timeout_s=BUILD_TIMEOUT_S,
         pausable=job.device == "cpu",
         # A GPU job's builders carry on through timing phases (on cores of their own), so they are
-        # forked (KERNELWRIGHT_FORKSERVER=all) from a server of their own that a phase does not
-        # stop; a CPU job's from its worker's server, which a phase stops with them (broker.py).
-        fork=forkserver.forking_for(job.device),
+        # forked from a server of their own that a phase does not stop; a CPU job's from its
+        # worker's server, which a phase stops with them (broker.py).
+        fork=forkserver.forking_for(job.device, times=False),
     )
     fds_env, child_fds, serve = open_channel(broker)
     return BuildLink(env=fds_env, child_fds=child_fds, serve=serve, close=broker.close)

@@ -10,10 +10,13 @@ worker of its environment is asked for and lives while this process does; at mos
 giving way. Whatever goes wrong with a server (it cannot start, it died) is logged and the
 worker is started the old way, so forking only ever saves time.
 
-`KERNELWRIGHT_FORKSERVER`: "cpu" (the default) forks CPU workers; "all" CUDA workers too (the
-children start the driver after the fork; on a GPU host the server only imports, `zygote.py`),
-and a GPU job's builders from a server of builders alone (`apart`: a timing phase does not stop
-it, as it does not stop those builders; never waited for while it starts); "0" never.
+`KERNELWRIGHT_FORKSERVER`: "cpu" (the default) forks every process that times nothing (a build
+step's builder; a worker that only builds, on a GPU job too) and CPU workers; "all" also CUDA
+workers that time (the false-rejection figures of #28 were measured with those started afresh).
+A forked CUDA process starts the driver after the fork; on a GPU host the server only imports
+(`zygote.py`). A CPU job's builders come from its worker's server; a GPU job's from a server of
+builders alone (`apart`: a timing phase does not stop it, as it does not stop those builders;
+never waited for while it starts). "0" forks nothing.
 """
 
 from __future__ import annotations
@@ -55,14 +58,16 @@ class ForkUnavailable(RuntimeError):
     """The server cannot fork now (it failed to start, or died): start the worker the old way."""
 
 
-def forking_for(device: str) -> bool:
-    """Whether a worker for `device` is forked (`KERNELWRIGHT_FORKSERVER`, Linux only)."""
+def forking_for(device: str, *, times: bool = True) -> bool:
+    """Whether a process for a job on `device` is forked (`KERNELWRIGHT_FORKSERVER`, Linux only):
+    one that `times` nothing (a builder, a worker that only builds) unless forking is off, a CUDA
+    worker that times only with "all"."""
     if not sys.platform.startswith("linux"):
         return False
     mode = os.environ.get(FORK_VAR, "cpu").strip().lower()
     if mode in ("0", "off", "no", "false", "never"):
         return False
-    return mode == "all" or device == "cpu"
+    return mode == "all" or device == "cpu" or not times
 
 
 class _Launcher:

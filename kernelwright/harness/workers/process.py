@@ -148,8 +148,9 @@ def _start(
 ) -> subprocess.Popen[bytes] | ForkedProcess:
     """The worker's process: forked from a server that has torch imported already where that is
     on (`forkserver.py`), else started afresh; the same program, environment and descriptors
-    either way, in a session of its own (a timeout kills its compilers too)."""
-    if forkserver.forking_for(job.device):
+    either way, in a session of its own (a timeout kills its compilers too). A worker that only
+    builds times nothing: it is forked on a GPU job too."""
+    if forkserver.forking_for(job.device, times=job.mode != "build"):
         stdin_r, stdin_w = os.pipe()
         stdout_r, stdout_w = os.pipe()
         fds = [stdin_r, stdout_w, log_file.fileno(), *child_fds]
