@@ -294,7 +294,7 @@ def test_a_job_s_builders_are_forked_as_its_device_and_the_switch_say(
 ) -> None:
     """(pausable, forked, from a server apart): a CPU job's builders pause with timing phases and
     come from its worker's server; a GPU job's carry on, and are forked (by default, the switch
-    unset, too: they run no CUDA code) from a server a phase does not stop."""
+    unset, too: they run no candidate code and time nothing) from a server a phase does not stop."""
     if mode is None:
         monkeypatch.delenv(forkserver.FORK_VAR, raising=False)
     else:

@@ -144,8 +144,9 @@ def main(argv: list[str]) -> int:
     cuda = bool(request.get("with_cuda")) or request.get("lang") == "cuda" or bool(inputs and inputs.get("with_cuda"))
     start = time.perf_counter()
     _confine(folder, cuda and request["kind"] not in ("fastext", "pch"))  # the fast form is given its architecture
-    # Where the builder's time went (the broker's reply carries it): its start (interpreter and
-    # imports; ~0 forked), confining itself, torch's `load_inline`/`load` and the ninja run in it.
+    # Where the builder's time went (the broker's reply carries it): its start (the interpreter;
+    # ~0 forked), confining itself, then in `build_torch` importing torch (~0 forked), torch's
+    # `load_inline`/`load` and the ninja run in it.
     record: dict[str, Any] = {"timeline": {"start_s": alive, "confine_s": round(time.perf_counter() - start, 3)}}
     try:
         if request["kind"] == "fastext":
