@@ -41,9 +41,12 @@ of which prepares the header and is not counted): the figure a candidate sees, w
 steps from the build record. It needs a CUDA torch for `--lang cuda`. With `--fork`, also as a
 session builds (`broker_forked`: as `broker_after`, each builder forked from the fork server of
 its environment, which a session's worker has already started; for CUDA the builders' server
-apart, as a GPU job's with KERNELWRIGHT_FORKSERVER=all; its first request, which starts the
-server and prepares the header, is not counted, and its builder starts afresh while the server
-apart starts).
+apart, as a GPU job's by default; its first request, which starts the server and prepares the
+header, is not counted, and its builder starts afresh while the server apart starts).
+`--mode after --broker --fork --forked-only` times that way alone (no direct builds, no builders
+afresh). The broker's figures carry the builder's own timeline (`builder.start`, `.confine`,
+`.import`, `.torch_setup`, `.ninja`; `broker.rest`). On a CUDA torch `TORCH_CUDA_ARCH_LIST` is
+left as set (unset: torch reads the GPU, as a user's build does); compile-only, `--arch` sets it.
 
 Prints one JSON document (also written with --json): medians, min, max and every run, per phase
 and mode. Timings on shared cores are noisy: say where they were taken.
@@ -139,8 +142,9 @@ def _compile_only(lang: str) -> bool:
     return lang == "cuda" and not torch.cuda.is_available()
 
 
-def _setup_cuda_home(arch: str) -> None:
-    """On a CPU torch, let load_inline write a CUDA build.ninja (compile-only)."""
+def _setup_cuda_home(arch: str, compile_only: bool) -> None:
+    """On a CPU torch, let load_inline write a CUDA build.ninja (compile-only) for `arch`. On a
+    CUDA torch `TORCH_CUDA_ARCH_LIST` is left as the caller set it (unset: torch reads the GPU)."""
     import torch.utils.cpp_extension as cpp
 
     if cpp.CUDA_HOME is None:
@@ -150,7 +154,8 @@ def _setup_cuda_home(arch: str) -> None:
             home = str(Path(nvcc).resolve().parents[1])
         cpp.CUDA_HOME = home or None
         os.environ.setdefault("CUDA_HOME", home)
-    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", f"{arch[0]}.{arch[1:]}")
+    if compile_only:
+        os.environ.setdefault("TORCH_CUDA_ARCH_LIST", f"{arch[0]}.{arch[1:]}")
 
 
 def write_ninja(folder: Path, spec: dict[str, Any]) -> tuple[str, float]:
@@ -513,6 +518,11 @@ def main() -> int:
     parser.add_argument("--broker", action="store_true", help="also time BuildBroker.handle end to end")
     parser.add_argument("--fork", action="store_true", help="with --broker: also with builders forked (broker_forked)")
     parser.add_argument(
+        "--forked-only",
+        action="store_true",
+        help="with --broker --fork: time only the build step with builders forked (no direct builds, no builders afresh)",
+    )
+    parser.add_argument(
         "--cu-include",
         action="append",
         help="measurement only: headers the .cu includes instead of torch/extension.h (e.g. torch/types.h)",
@@ -531,12 +541,14 @@ def main() -> int:
     )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    if args.forked_only and not (args.broker and args.fork and args.mode == "after"):
+        parser.error("--forked-only needs --broker --fork --mode after")
 
     import torch
 
     compile_only = _compile_only(args.lang)
     if args.lang == "cuda":
-        _setup_cuda_home(args.arch)
+        _setup_cuda_home(args.arch, compile_only)
     work = args.work or Path(tempfile.mkdtemp(prefix="kw-bench-build-"))
     work.mkdir(parents=True, exist_ok=True)
     modes = ["before", "after"] if args.mode == "both" else [args.mode]
@@ -556,7 +568,7 @@ def main() -> int:
         "cu_include": args.cu_include or ["torch/extension.h"],
     }
     pch_folder = None
-    if "after" in modes:
+    if "after" in modes and not args.forked_only:  # the broker prepares its own
         pch_folder, prep = prepare_headers(work, args.lang)
         report["prepare_headers_s"] = round(prep, 3)
         report["pch"] = str(pch_folder)
@@ -567,7 +579,7 @@ def main() -> int:
     light_notes: list[str] = []
     pch_used: list[bool] = []
     errors: list[str] = []
-    for i in range(args.repeats):
+    for i in range(0 if args.forked_only else args.repeats):
         constant = _constant()
         objects = {}
         for mode in modes:
@@ -624,7 +636,7 @@ def main() -> int:
         if compile_only:
             report["broker"] = "skipped: a CUDA build through the harness needs a CUDA torch"
         else:
-            ways = [("broker_before", False, False), ("broker_after", True, False)]
+            ways = [] if args.forked_only else [("broker_before", False, False), ("broker_after", True, False)]
             if args.fork:
                 ways.append(("broker_forked", True, True))
             for mode, pch, fork in ways:

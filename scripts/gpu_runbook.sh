@@ -44,7 +44,8 @@
 #           scripted optimisation, verify, both exports, the package used without kernelwright)
 #   build   issue #29: a cold load_inline CUDA build, before and after the build step's adjustments,
 #           phase by phase and end to end, builders afresh and forked (scripts/bench_build.py --lang
-#           cuda --broker --fork; MODE=after skips the before runs)
+#           cuda --broker --fork; MODE=after skips the before runs; MODE=after FORKED_ONLY=1: only the
+#           build step with builders forked, as a candidate gets it by default)
 #   inline  issue #29: 100 cold level-1 candidates in KernelBench's load_inline form
 #           (scripts/gen_inline_slice.py) judged on one GPU, against their expected verdicts
 #           (FORK=all: workers and builders forked)
@@ -217,6 +218,7 @@ ownmodel)
     ;;
 build)
     timeout "${BUILD_S:-540}" python3 scripts/bench_build.py --lang cuda --repeats "${REPEATS:-3}" --broker ${MODE:+--mode "$MODE"} --fork \
+        ${FORKED_ONLY:+--forked-only} \
         --json "$OUT/bench_build_cuda.json" > "$OUT/bench_build.log" 2>&1
     echo "bench_build exit $?"; tail -30 "$OUT/bench_build.log"
     ;;
