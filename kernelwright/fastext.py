@@ -99,8 +99,55 @@ def _tool_version(*cmd: str) -> str:
     return text[-1] if cmd[0] == "nvcc" and text else (text[0] if text else "unknown")
 
 
-def toolchain(with_cuda: bool) -> dict[str, str]:
-    """The versions a build's output depends on (torch, CUDA, the compilers): part of every cache key."""
+ARCH_LIST_VAR = "TORCH_CUDA_ARCH_LIST"
+
+
+@functools.cache
+def gpu_capabilities() -> tuple[str, ...]:
+    """Every GPU's compute capability on this host ("9.0", ...), in nvidia-smi's order (all GPUs,
+    whatever CUDA_VISIBLE_DEVICES says); () without nvidia-smi, a GPU or a driver that answers
+    (`compute_cap` needs driver 510 or later). Asked once per process; nothing starts the driver."""
+    try:
+        done = subprocess.run(
+            ["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    caps = tuple(line.strip() for line in done.stdout.splitlines() if line.strip())
+    if done.returncode != 0 or not all(c.replace(".", "", 1).isdigit() for c in caps):
+        return ()
+    return caps
+
+
+def cuda_arch_key() -> str:
+    """What decides a `load_inline` CUDA build's architecture flags, for its cache key:
+    TORCH_CUDA_ARCH_LIST where it names architectures. Unset (or "native"), torch reads the
+    visible GPUs' capabilities, so the key names them: every GPU's where the host has one kind,
+    and where it has several, the variables that say which are visible (CUDA_VISIBLE_DEVICES,
+    CUDA_DEVICE_ORDER) with them. A build cache shared by hosts with other GPUs (a home folder on
+    a network disk) then never hands one GPU's build to another. No GPU found: the variable's value,
+    as before."""
+    listed = os.environ.get(ARCH_LIST_VAR, "")
+    if listed and listed != "native":
+        return listed
+    caps = gpu_capabilities()
+    if not caps:
+        return listed
+    kinds = sorted(set(caps))
+    if len(kinds) == 1:
+        return f"{listed or 'read'}: {kinds[0]}"
+    visible = ",".join(f"{v}={os.environ.get(v, '')}" for v in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"))
+    return f"{listed or 'read'}: {';'.join(caps)} ({visible})"
+
+
+def toolchain(with_cuda: bool, arch: str | None = None) -> dict[str, str]:
+    """The versions a build's output depends on (torch, CUDA, the compilers) and, for CUDA, its
+    architectures: `arch` where the build names its own (the fast form), else what decides them
+    (`cuda_arch_key`): part of every cache key."""
     import torch
 
     chain = {
@@ -110,7 +157,7 @@ def toolchain(with_cuda: bool) -> dict[str, str]:
     }
     if with_cuda:
         chain["nvcc"] = _tool_version("nvcc", "--version")
-        chain["arch"] = os.environ.get("TORCH_CUDA_ARCH_LIST", "")
+        chain["arch"] = cuda_arch_key() if arch is None else arch
     return chain
 
 
@@ -206,7 +253,7 @@ def _cache_root() -> Path:
 def build_key(name: str, source: str, lang: str, flags: list[str] | tuple[str, ...], arch: str) -> str:
     """The cache key of a fast build: its inputs, the toolchain and (CUDA) the target architecture."""
     spec = {"name": name, "source": source, "lang": lang, "flags": list(flags)}
-    chain = toolchain(with_cuda=lang == "cuda") | ({"arch": arch} if lang == "cuda" else {})
+    chain = toolchain(with_cuda=lang == "cuda", arch=arch)
     return hashlib.sha256(json.dumps({"spec": spec, "toolchain": chain}, sort_keys=True).encode()).hexdigest()
 
 

@@ -77,3 +77,88 @@ def test_fast_form_candidate_goes_through_the_harness(shared_home: Path) -> None
     assert first.backend == "cpp" and first.timings["candidate"].n >= 10
     [again] = evaluate(resolve_problem("relu"), [entry.path], opts)
     assert again.build_cached is True
+
+
+# -- what a load_inline CUDA build's cache key says about its architectures ----------------------
+
+
+def _fake_smi(folder: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> None:
+    """An `nvidia-smi` on PATH that runs `body` (shell), and a fresh answer from it."""
+    smi = folder / "nvidia-smi"
+    smi.write_text(f"#!/bin/sh\n{body}\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}:{Path('/usr/bin')}:{Path('/bin')}")
+    fastext.gpu_capabilities.cache_clear()
+
+
+@pytest.fixture
+def smi_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("TORCH_CUDA_ARCH_LIST", raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    yield tmp_path
+    fastext.gpu_capabilities.cache_clear()
+
+
+def _cuda_key() -> str:
+    from kernelwright.problems.candidate.cache import cache_key
+
+    return cache_key({"name": "k", "cuda_sources": "__global__ void k() {}"}, with_cuda=True)
+
+
+def test_a_cuda_build_key_names_the_gpus_torch_would_build_for(
+    smi_folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With TORCH_CUDA_ARCH_LIST unset torch builds for the visible GPUs, so a cache shared with a
+    host of another GPU (a home folder on a network disk) must not hand over this one's build."""
+    _fake_smi(smi_folder, monkeypatch, 'echo "9.0"; echo "9.0"')
+    assert fastext.gpu_capabilities() == ("9.0", "9.0")
+    assert fastext.cuda_arch_key() == "read: 9.0"
+    hopper = _cuda_key()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")  # another GPU of the same kind: the same build
+    assert _cuda_key() == hopper
+    _fake_smi(smi_folder, monkeypatch, 'echo "8.0"')
+    ampere = _cuda_key()
+    assert ampere != hopper
+    # Named architectures decide the flags whatever the GPUs: the key is the variable's value.
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0")
+    named = _cuda_key()
+    _fake_smi(smi_folder, monkeypatch, 'echo "9.0"')
+    assert _cuda_key() == named and fastext.cuda_arch_key() == "9.0"
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "native")  # torch reads the GPUs for "native" too
+    assert fastext.cuda_arch_key() == "native: 9.0"
+
+
+def test_with_gpus_of_several_kinds_the_key_says_which_are_visible(
+    smi_folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_smi(smi_folder, monkeypatch, 'echo "9.0"; echo "8.0"')
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    first = _cuda_key()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert _cuda_key() != first
+    assert "CUDA_VISIBLE_DEVICES=1" in fastext.cuda_arch_key()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "exit 9",  # a driver that fails
+        'echo "Field \\"compute_cap\\" is not a valid field to query."; exit 2',  # before driver 510
+        'echo "[N/A]"',  # an answer that is not a capability
+        "",  # no GPU
+    ],
+)
+def test_without_an_answer_from_nvidia_smi_the_key_is_the_variable_as_before(
+    smi_folder: Path, monkeypatch: pytest.MonkeyPatch, body: str
+) -> None:
+    _fake_smi(smi_folder, monkeypatch, body)
+    assert fastext.gpu_capabilities() == ()
+    assert fastext.cuda_arch_key() == ""
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "8.0;9.0")
+    assert fastext.cuda_arch_key() == "8.0;9.0"
+
+
+def test_a_cpu_build_key_does_not_ask_for_gpus(smi_folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_smi(smi_folder, monkeypatch, "echo asked >&2; exit 1")
+    assert "arch" not in fastext.toolchain(with_cuda=False)
+    assert fastext.gpu_capabilities.cache_info().currsize == 0

@@ -1,10 +1,11 @@
 """Content-addressed build cache for candidate extensions.
 
 The key covers the extension's name, sources, functions and flags, plus the toolchain (torch,
-CUDA, compiler versions), so the same kernel source never builds twice, even across candidate
-files. Each key gets its own build folder guarded by an OS file lock (`flock`), which the OS
-releases when a build process dies; torch's own `lock` file left by a killed build is removed
-under that lock so it can never block the next build.
+CUDA, compiler versions; for CUDA, the architectures it is built for: `fastext.cuda_arch_key`),
+so the same kernel source never builds twice, even across candidate files. Each key gets its
+own build folder guarded by an OS file lock (`flock`), which the OS releases when a build process
+dies; torch's own `lock` file left by a killed build is removed under that lock so it can never
+block the next build.
 """
 
 from __future__ import annotations
