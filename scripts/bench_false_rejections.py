@@ -17,10 +17,12 @@ verdict with the `device_contended` flag (timing not trusted, no speedup reporte
 apart: it is the answer for a machine too busy to tell, not a rejection.
 
 Results are appended, one JSON object per evaluation, to a JSON-lines file (`--out`) keyed by
-(device, size, stress, case, repeat): a rerun of the same command skips what is there, so the GPU
-part runs in pieces (`--max-minutes` stops before an evaluation that would not fit). At the end
-(and with `--report FILE.jsonl`, from an existing file alone) it prints, per (device, size,
-stress): evaluations, false rejections per reason, device_contended counts, and for each case the
+(device, size, condition, case, repeat), the condition being the stress and how the timed workers
+started (`workers`: forked from the fork server or afresh, as KERNELWRIGHT_FORKSERVER says; not in
+records from before it): a rerun of the same command skips what is there, so the GPU part runs in
+pieces (`--max-minutes` stops before an evaluation that would not fit). At the end (and with
+`--report FILE.jsonl`, from an existing file alone) it prints, per (device, size, condition):
+evaluations, false rejections per reason, device_contended counts, and for each case the
 spread of its speedup vs torch.compile and vs eager across repeats against each repeat's stated 95%
 interval: the median of the repeats' ratios (each a ratio of medians), how many repeats' intervals
 contain it, and the min-max.
@@ -109,8 +111,18 @@ def key_of(record: dict[str, Any]) -> tuple[str, str, str, str, int]:
 
 
 def condition(record: dict[str, Any]) -> str:
+    """The stress count, `b` for a bursty load, and how the timed workers started where the record
+    says (`workers`: "forked" from the fork server or "afresh"; records from before it do not)."""
     stress = int(record["stress"])
-    return f"{stress}b" if stress and record.get("load") == "bursty" else str(stress)
+    load = f"{stress}b" if stress and record.get("load") == "bursty" else str(stress)
+    return f"{load}, workers {record['workers']}" if record.get("workers") else load
+
+
+def timed_workers(device: str) -> str:
+    """How this run's timed workers start (KERNELWRIGHT_FORKSERVER): a condition of its own."""
+    from kernelwright.harness.workers import forkserver
+
+    return "forked" if forkserver.forking_for(device) else "afresh"
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
@@ -216,7 +228,8 @@ def run(args: argparse.Namespace) -> bool:
     deadline = time.monotonic() + args.max_minutes * 60 if args.max_minutes else None
     longest_eval, longest_open = 0.0, 0.0  # seconds, for the deadline
     stress = start_stress(args.stress, args.load)
-    here = condition({"stress": args.stress, "load": args.load})
+    workers = timed_workers(args.device)
+    here = condition({"stress": args.stress, "load": args.load, "workers": workers})
     complete = True
     try:
         for size in args.size:
@@ -260,6 +273,7 @@ def run(args: argparse.Namespace) -> bool:
                             "repeat": repeat,
                             "problem": problem.qualified,
                             "policy": args.policy,
+                            "workers": workers,
                             "host": host,
                             "cpus": os.cpu_count(),
                             "torch": torch.__version__,
@@ -435,7 +449,8 @@ def main() -> None:
     complete = run(args)
     if args.list:
         return
-    wanted = {(args.device, s, condition({"stress": args.stress, "load": args.load})) for s in args.size}
+    here = condition({"stress": args.stress, "load": args.load, "workers": timed_workers(args.device)})
+    wanted = {(args.device, s, here) for s in args.size}
     report([r for r in read_records(args.out) if key_of(r)[:3] in wanted])
     print(
         "\ncomplete" if complete else f"\nstopped at --max-minutes {args.max_minutes}: rerun the same command to go on"
