@@ -87,7 +87,7 @@ def _fake_smi(folder: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> None:
     smi = folder / "nvidia-smi"
     smi.write_text(f"#!/bin/sh\n{body}\n")
     smi.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{folder}:{Path('/usr/bin')}:{Path('/bin')}")
+    monkeypatch.setenv("PATH", f"{folder}:/usr/bin:/bin")
     fastext.gpu_capabilities.cache_clear()
 
 
