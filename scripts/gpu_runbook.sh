@@ -6,7 +6,8 @@
 #
 # Phases (each is independent; the machine starts bare, so each installs the wheelhouse first).
 # A phase that does not set KERNELWRIGHT_FORKSERVER itself runs with the caller's (e.g.
-# `KERNELWRIGHT_FORKSERVER=all scripts/gpu_runbook.sh speed` or `... fr`: CUDA workers forked):
+# `KERNELWRIGHT_FORKSERVER=cpu scripts/gpu_runbook.sh speed` or `... fr`: CUDA workers that time
+# started afresh; unset, every worker is forked, the default since 2026-12-02):
 #   core    issue #11/#14/#16: the harness GPU tests (every CUDA hack case and oracle, timing,
 #           specs, the adversarial sandbox candidate on the GPU, batch judge on a pinned GPU; every
 #           CUDA case's verdict with timing on is test_gpu_case_gets_its_verdict among them)
@@ -48,7 +49,7 @@
 #           build step with builders forked, as a candidate gets it by default)
 #   inline  issue #29: 100 cold level-1 candidates in KernelBench's load_inline form
 #           (scripts/gen_inline_slice.py) judged on one GPU, against their expected verdicts
-#           (FORK=all: workers and builders forked)
+#           (FORK=all, the default: workers and builders forked; FORK=cpu: CUDA workers that time afresh)
 #   forkgpu issue #29: CUDA workers forked from the fork server (KERNELWRIGHT_FORKSERVER=all): the
 #           harness GPU tests forked, then relu's fast form per candidate (a fresh worker each: the
 #           worker's start is what forking saves), afresh and forked
@@ -225,7 +226,7 @@ build)
 inline)
     python3 scripts/gen_inline_slice.py || exit 5
     rm -rf .gpuwork/batch-inline /tmp/kw-inline
-    KERNELWRIGHT_FORKSERVER=${FORK:-cpu} KERNELWRIGHT_HOME=/tmp/kw-inline timeout -k 10 "${INLINE_S:-540}" python3 scripts/bench_batch.py --device cuda \
+    KERNELWRIGHT_FORKSERVER=${FORK:-all} KERNELWRIGHT_HOME=/tmp/kw-inline timeout -k 10 "${INLINE_S:-540}" python3 scripts/bench_batch.py --device cuda \
         --from-slice benchmarks/level1_cuda_inline --n 100 --cold-builds --workers 1 --out .gpuwork/batch-inline \
         --json "$OUT/batch-inline.json" 2>"$OUT/batch-inline.log" | grep -v '^    ' | tail -40
     echo "inline batch exit ${PIPESTATUS[0]}"; tail -3 "$OUT/batch-inline.log"
@@ -236,7 +237,7 @@ forkgpu)
         --timeout 280 tests/harness/test_harness_gpu.py tests/harness/test_sandbox_adversarial.py 2>&1 \
         | tee "$OUT/forkgpu-pytest.log" | tail -30
     KERNELWRIGHT_FORKSERVER=all timeout 150 "${pytest_gpu[@]}" -m gpu "${timed[@]}" 2>&1 | tail -5 | tee -a "$OUT/forkgpu-pytest.log"
-    for mode in cpu all; do  # cpu: CUDA workers started afresh (today's default); all: forked
+    for mode in cpu all; do  # cpu: CUDA workers started afresh (the default until 2026-12-02); all: forked
         KERNELWRIGHT_FORKSERVER=$mode KERNELWRIGHT_HOME=/tmp/kw-fork-$mode timeout 120 python3 scripts/bench_harness.py \
             --device cuda --size default --problem relu --forms cuda_fast --mode fresh --runs 2 \
             --out "$OUT/forkgpu-$mode.json" 2>&1 | tee "$OUT/forkgpu-$mode.log" | tail -20

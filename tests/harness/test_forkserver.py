@@ -6,6 +6,7 @@ read as Popen's, and a server that cannot start costs nothing but its time."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import sys
@@ -170,22 +171,37 @@ def test_a_server_that_cannot_start_leaves_workers_to_start_afresh(
 
 
 def test_forking_is_chosen_per_device(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(forkserver.FORK_VAR, raising=False)
+    monkeypatch.delenv(forkserver.FORK_VAR, raising=False)  # the default: every worker forked
+    assert forkserver.forking_for("cpu") and forkserver.forking_for("cuda")
+    assert forkserver.forking_for("cuda", times=False)
+    monkeypatch.setenv(forkserver.FORK_VAR, "cpu")  # CUDA workers that time afresh, the rest forked
     assert forkserver.forking_for("cpu") and not forkserver.forking_for("cuda")
     assert forkserver.forking_for("cuda", times=False)  # a GPU job's builders and build workers
-    monkeypatch.setenv(forkserver.FORK_VAR, "all")
+    monkeypatch.setenv(forkserver.FORK_VAR, " ALL ")
     assert forkserver.forking_for("cuda")
     monkeypatch.setenv(forkserver.FORK_VAR, "0")
     assert not forkserver.forking_for("cpu")
     assert not forkserver.forking_for("cuda", times=False) and not forkserver.forking_for("cpu", times=False)
 
 
+def test_a_switch_value_it_does_not_know_is_said_and_read_as_the_default(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv(forkserver.FORK_VAR, "cuda-too")
+    with caplog.at_level(logging.WARNING, logger=forkserver.__name__):
+        assert forkserver.forking_for("cuda") and forkserver.forking_for("cuda")
+    said = [r.getMessage() for r in caplog.records if "cuda-too" in r.getMessage()]
+    assert said and "none of all, cpu, 0" in said[0]
+
+
 @pytest.mark.parametrize(
     ("device", "mode", "switch", "forked"),
     [
         ("cuda", "build", None, True),  # builds only: times nothing, forked on a GPU job too
-        ("cuda", "candidate", None, False),  # times: afresh unless "all" (#28's figures)
-        ("cuda", "reference", None, False),
+        ("cuda", "candidate", None, True),  # the default: forked (the forked false-rejection run)
+        ("cuda", "reference", None, True),
+        ("cuda", "candidate", "cpu", False),  # times: afresh under "cpu" (#28's figures)
+        ("cuda", "reference", "cpu", False),
         ("cuda", "candidate", "all", True),
         ("cuda", "build", "0", False),
         ("cpu", "candidate", None, True),

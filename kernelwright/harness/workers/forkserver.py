@@ -10,11 +10,12 @@ worker of its environment is asked for and lives while this process does; at mos
 giving way. Whatever goes wrong with a server (it cannot start, it died) is logged and the
 worker is started the old way, so forking only ever saves time.
 
-`KERNELWRIGHT_FORKSERVER`: "cpu" (the default) forks every process that times nothing (a build
-step's builder; a worker that only builds, on a GPU job too) and CPU workers; "all" also CUDA
-workers that time (the false-rejection figures of #28 were measured with those started afresh).
-A forked CUDA process starts the driver after the fork; on a GPU host the server only imports
-(`zygote.py`). A CPU job's builders come from its worker's server; a GPU job's from a server of
+`KERNELWRIGHT_FORKSERVER`: "all" (the default since 2026-12-02) forks every worker and builder;
+"cpu" forks every process that times nothing (a build step's builder; a worker that only builds,
+on a GPU job too) and CPU workers, while CUDA workers that time start afresh (the default until
+the false-rejection benchmark had run with them forked: #28's 418 GPU figures were taken afresh,
+the forked run on an H200 found 0 false rejections in 68, docs/harness.md). A forked CUDA process
+starts the driver after the fork; on a GPU host the server only imports (`zygote.py`). A CPU job's builders come from its worker's server; a GPU job's from a server of
 builders alone (`apart`: a timing phase does not stop it, as it does not stop those builders;
 never waited for while it starts). "0" forks nothing.
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -60,14 +62,29 @@ class ForkUnavailable(RuntimeError):
 
 def forking_for(device: str, *, times: bool = True) -> bool:
     """Whether a process for a job on `device` is forked (`KERNELWRIGHT_FORKSERVER`, Linux only):
-    one that `times` nothing (a builder, a worker that only builds) unless forking is off, a CUDA
-    worker that times only with "all"."""
+    every one unless forking is off, except a CUDA worker that times under "cpu"."""
     if not sys.platform.startswith("linux"):
         return False
-    mode = os.environ.get(FORK_VAR, "cpu").strip().lower()
-    if mode in ("0", "off", "no", "false", "never"):
+    mode = _mode(os.environ.get(FORK_VAR, ""))
+    if mode == "0":
         return False
     return mode == "all" or device == "cpu" or not times
+
+
+_OFF = frozenset({"0", "off", "no", "false", "never"})
+
+
+@functools.cache
+def _mode(value: str) -> str:
+    """The switch's value as "all", "cpu" or "0"; one it does not know is said once in the log
+    and read as the default."""
+    mode = value.strip().lower()
+    if mode in _OFF:
+        return "0"
+    if mode in ("", "all", "cpu"):
+        return mode or "all"
+    log.warning("%s=%r is none of all, cpu, 0: read as all (the default)", FORK_VAR, value)
+    return "all"
 
 
 class _Launcher:
