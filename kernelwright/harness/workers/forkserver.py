@@ -14,10 +14,11 @@ worker is started the old way, so forking only ever saves time.
 "cpu" forks every process that times nothing (a build step's builder; a worker that only builds,
 on a GPU job too) and CPU workers, while CUDA workers that time start afresh (the default until
 the false-rejection benchmark had run with them forked: #28's 418 GPU figures were taken afresh,
-the forked run on an H200 found 0 false rejections in 68, docs/harness.md). A forked CUDA process
-starts the driver after the fork; on a GPU host the server only imports (`zygote.py`). A CPU job's builders come from its worker's server; a GPU job's from a server of
-builders alone (`apart`: a timing phase does not stop it, as it does not stop those builders;
-never waited for while it starts). "0" forks nothing.
+the forked run on an H200 found 0 false rejections in 68, docs/harness.md). A forked CUDA
+process starts the driver after the fork; on a GPU host the server only imports (`zygote.py`).
+A CPU job's builders come from its worker's server; a GPU job's from a server of builders alone
+(`apart`: a timing phase does not stop it, as it does not stop those builders; never waited for
+while it starts). "0" forks nothing.
 """
 
 from __future__ import annotations
@@ -78,13 +79,13 @@ _OFF = frozenset({"0", "off", "no", "false", "never"})
 def _mode(value: str) -> str:
     """The switch's value as "all", "cpu" or "0"; one it does not know is said once in the log
     and read as the default."""
-    mode = value.strip().lower()
+    mode = value.strip().lower() or "all"
     if mode in _OFF:
         return "0"
-    if mode in ("", "all", "cpu"):
-        return mode or "all"
-    log.warning("%s=%r is none of all, cpu, 0: read as all (the default)", FORK_VAR, value)
-    return "all"
+    if mode not in ("all", "cpu"):
+        log.warning("%s=%r is none of all, cpu, 0: read as all (the default)", FORK_VAR, value)
+        return "all"
+    return mode
 
 
 class _Launcher:
